@@ -1,0 +1,287 @@
+"""Assemble a MemoryReport from a model geometry and resolved engine settings.
+
+Host total (what the pod limit must cover) = Σ "sum" terms + max("max-of-transients" terms).
+On the CPU backend everything lives in host memory. On GPU backends host memory is the
+processes' runtime, loading buffers, offload / swap / caches; the device side is reported
+separately per GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .. import __version__
+from . import constants as C
+from .errors import InvalidSettings
+from .geometry import ModelGeometry
+from .lora import (calculate_lora_adapter_memory, calculate_lora_logits_scratch,
+                   calculate_lora_prefill_scratch_bytes)
+from .report import MemoryReport, Term
+from .settings import EngineSettings, ResolvedSettings, resolve_settings
+from .units import GiB
+
+
+def _activation_bytes(g: ModelGeometry, r: ResolvedSettings, tokens: int) -> int:
+    """Largest live activations of one forward pass on one worker (derived, see constants)."""
+    tp = r.tensor_parallel_size
+    inter = g.intermediate_size
+    if g.moe:
+        inter = max(inter if g.moe.num_moe_layers < g.num_layers else 0,
+                    g.moe.experts_per_token * g.moe.expert_intermediate_size)
+    mlp_width = (3 if g.gated_mlp else 1) * inter / tp  # gate_up output [2·inter] + activated
+    per_token = 4 * g.hidden_size + (g.q_width + 2 * g.kv_width) / tp + mlp_width
+    sampler = C.ACTIVATION_SAMPLER_COPIES.value * 4 * r.max_num_seqs * g.vocab_size / tp
+    return int(tokens * per_token * r.dtype_bytes + sampler)
+
+
+@dataclass
+class _Parts:
+    terms: list[Term]
+    notes: list[str]
+
+    def add(self, name: str, n: float, enters: str, source: str) -> int:
+        self.terms.append(Term(name=name, bytes=int(n), enters=enters, source=source))
+        return int(n)
+
+
+def build_report(geometry: ModelGeometry, settings: EngineSettings,
+                 model: str | None = None) -> MemoryReport:
+    """The estimator's single entry point: geometry + engine settings → MemoryReport."""
+    notes: list[str] = []
+    r = resolve_settings(settings, geometry, notes)
+    if r.enable_lora and (not r.max_lora_rank or r.max_lora_rank <= 0):
+        raise InvalidSettings("max_lora_rank", "LoRA is enabled but the rank is 0 or unset")
+    p = _Parts([], notes)
+    cpu = r.device == "cpu"
+    ws = r.world_size
+    tokens = r.max_num_batched_tokens
+
+    weights = geometry.weight_bytes(r.dtype_bytes)
+    if geometry.quantization:
+        notes.append(f"{geometry.quantization.method} weights at "
+                     f"{geometry.quantization.bytes_per_param:.3f} bytes/parameter (scales included)")
+    if geometry.vision_parameters:
+        notes.append("vision tower counted from vision_config (approximate ViT formula)")
+
+    if r.device == "unknown":
+        notes.append("device unknown: sized as an accelerator pod (host side only); on the CPU "
+                     "backend the KV cache and LoRA scratch also need host memory "
+                     "(say --device cpu, or use a -cpu image)")
+    elif r.device == "other":
+        notes.append("other accelerator (Gaudi/TPU/Neuron): host side only, no CPU-only terms")
+
+    act = _activation_bytes(geometry, r, tokens)
+    adapter_host = adapter_dev = scratch = logits = 0
+    scratch_case = None
+    if r.enable_lora:
+        adapter_host, adapter_dev = calculate_lora_adapter_memory(
+            geometry, r.max_lora_rank, r.lora_dtype_bytes, r.max_loras, r.max_cpu_loras,
+            r.device, r.tensor_parallel_size)
+        if cpu:
+            est = calculate_lora_prefill_scratch_bytes(
+                geometry, r.max_lora_rank, tokens, r.lora_dtype_bytes, r.allocator,
+                r.tensor_parallel_size, workers=ws, fully_sharded=settings.fully_sharded_loras)
+            scratch, scratch_case = est.bytes, est.case
+            notes.extend(est.notes)
+            logits = calculate_lora_logits_scratch(geometry, r.max_lora_rank,
+                                                   r.lora_dtype_bytes, r.max_num_seqs)
+            notes.append(_lora_timing_note(r))
+
+    if cpu:
+        kv = r.cpu_kv_cache_bytes or 0
+        need = geometry.kv_bytes_per_token(r.kv_cache_dtype_bytes) * r.max_model_len
+        if kv < need:
+            notes.append(f"KV cache {kv / GiB:.2f} GiB holds fewer than max_model_len="
+                         f"{r.max_model_len} tokens ({need / GiB:.2f} GiB): vLLM refuses to start")
+        p.add("weights", weights, "sum", f"{geometry.parameter_count():,} parameters × {r.dtype}")
+        p.add("kv_cache", kv, "sum", r.reasons.get("cpu_kv_cache", ""))
+        p.add("activations", act * ws, "sum",
+              f"one forward pass of {tokens} batched tokens per worker (derived)")
+        runtime = C.CPU_RUNTIME_BYTES.value + (ws - 1) * C.WORKER_PROCESS_BYTES.value
+        p.add("runtime_overhead", runtime, "sum", C.CPU_RUNTIME_BYTES.source)
+        p.add("lora_adapters", adapter_host, "sum",
+              f"{r.max_loras} stacked slot(s) + {r.max_cpu_loras} cached adapter(s) at rank "
+              f"{r.max_lora_rank}, all modules (upper bound)")
+        p.add("lora_prefill_scratch", scratch, "max-of-transients",
+              f"CPU bgmv gather at T={tokens}, rank {r.max_lora_rank} ({scratch_case})")
+        p.add("lora_logits_scratch", logits, "max-of-transients",
+              f"lm_head LoRA B gathered per sampled row: {r.max_num_seqs} rows × vocab × rank")
+        device_total, fits = None, None
+    else:
+        runtime = C.CPU_RUNTIME_BYTES.value + ws * C.CUDA_WORKER_HOST_BYTES.value \
+            + (ws - 1) * C.WORKER_PROCESS_BYTES.value
+        p.add("runtime_overhead", runtime, "sum",
+              "front-end + engine-core processes, CUDA host context per worker (assumed)")
+        notes.append("host runtime per GPU worker is an assumption (not measurable without a GPU)")
+        p.add("loading_buffer", min(C.LOADING_BUFFER_BYTES.value, weights), "sum",
+              C.LOADING_BUFFER_BYTES.source)
+        if settings.cpu_offload_gb:
+            p.add("cpu_offload", settings.cpu_offload_gb * 1e9 * ws, "sum",
+                  "--cpu-offload-gb per GPU worker (GB = 10^9 bytes in vLLM)")
+        if r.swap_space_bytes:
+            p.add("swap_space", r.swap_space_bytes, "sum", r.reasons["swap_space"])
+        p.add("lora_adapters", adapter_host, "sum",
+              f"host LRU cache of {r.max_cpu_loras} adapter(s) at rank {r.max_lora_rank}")
+        kv = 0
+        device_total, fits = _device_side(geometry, r, settings, weights, act, adapter_dev, p)
+
+    if geometry.vision_parameters:
+        gb = settings.mm_processor_cache_gb
+        gb = C.MM_PROCESSOR_CACHE_GIB_DEFAULT.value if gb is None else gb
+        p.add("mm_processor_cache", 2 * gb * GiB, "sum", C.MM_PROCESSOR_CACHE_GIB_DEFAULT.source)
+    if settings.dev_shm_bytes:
+        p.add("dev_shm", settings.dev_shm_bytes, "sum",
+              "memory-backed /dev/shm emptyDir counts against the pod's memory")
+
+    summed = sum(t.bytes for t in p.terms if t.enters == "sum")
+    transients = max([t.bytes for t in p.terms if t.enters == "max-of-transients"] or [0])
+    total = summed + transients
+    if scratch and logits:
+        notes.append("LoRA prefill scratch and logits gather never coexist: the larger counts "
+                     f"({max(scratch, logits) / GiB:.2f} GiB)")
+
+    other = sum(t.bytes for t in p.terms if t.enters == "sum" and t.name in
+                {"loading_buffer", "cpu_offload", "swap_space", "mm_processor_cache", "dev_shm"})
+    return MemoryReport(
+        model=model or settings.model, parameters=geometry.parameter_count(),
+        weights_bytes=weights, kv_cache_bytes=kv if cpu else 0,
+        activation_bytes=act * ws if cpu else act,
+        lora_adapter_bytes=adapter_host + adapter_dev, lora_prefill_scratch_bytes=scratch,
+        lora_logits_scratch_bytes=logits, runtime_overhead_bytes=int(runtime),
+        other_host_bytes=int(other), total_memory_bytes=int(total),
+        device_memory_bytes=device_total, device_fits=fits, lora_scratch_case=scratch_case,
+        kv_cache_auto_sized=r.kv_cache_auto_sized, terms=p.terms, notes=notes, resolved=r,
+        estimator_version=__version__)
+
+
+def _lora_timing_note(r: ResolvedSettings) -> str:
+    v = r.version
+    if v.at_least(0, 27):
+        when = "vLLM ≥ 0.27 skips CPU warmup with LoRA on: the scratch arrives at the first long LoRA request"
+    elif v.at_least(0, 12):
+        when = "vLLM 0.12+ warms up without LoRA: the scratch arrives at the first long LoRA request"
+    elif v.at_least(0, 10):
+        when = "vLLM 0.10-0.11 warm up with dummy LoRAs on a few tokens: the full scratch comes with the first long request"
+    else:
+        when = "the scratch arrives with the first LoRA prefill of max_num_batched_tokens tokens"
+    return when
+
+
+def _device_side(g: ModelGeometry, r: ResolvedSettings, settings: EngineSettings, weights: int,
+                 act: int, adapter_dev: int, p: _Parts) -> tuple[int, bool | None]:
+    """Per-GPU memory: weights/(TP·PP), activation peak, LoRA buffers, graphs, KV."""
+    ws = r.world_size
+    w = weights / ws - (settings.cpu_offload_gb * 1e9 if settings.cpu_offload_gb else 0)
+    nontorch = C.CUDA_NON_TORCH_BYTES.value
+    graphs = 0 if settings.enforce_eager else C.CUDA_GRAPH_BYTES.value
+    lora = adapter_dev / r.tensor_parallel_size if adapter_dev else 0
+    fixed = max(w, 0) + act + nontorch + graphs + lora
+    one_seq_kv = g.kv_bytes_per_token(r.kv_cache_dtype_bytes) * r.max_model_len / ws
+    p.add("device_weights", max(w, 0), "device", "weights / (TP·PP) − cpu_offload_gb")
+    p.add("device_activations", act, "device", "profile run at max_num_batched_tokens (derived)")
+    p.add("device_lora_buffers", lora, "device", "stacked adapter slots (max_loras)")
+    p.add("device_cuda_graphs", graphs, "device", C.CUDA_GRAPH_BYTES.source)
+    p.add("device_non_torch", nontorch, "device", C.CUDA_NON_TORCH_BYTES.source)
+    if settings.gpu_memory_bytes:
+        budget = settings.gpu_memory_bytes * r.gpu_memory_utilization
+        kv = budget - fixed
+        p.add("device_kv_cache", max(kv, 0), "device",
+              f"gpu_memory_utilization {r.gpu_memory_utilization} × GPU memory − the rest")
+        fits = kv >= one_seq_kv
+        if not fits:
+            p.notes.append(f"GPU does not fit: {fixed / GiB:.1f} GiB before KV cache, "
+                           f"{one_seq_kv / GiB:.2f} GiB KV for one max_model_len sequence, "
+                           f"budget {budget / GiB:.1f} GiB")
+        return int(math.ceil(budget)), fits
+    p.notes.append("GPU memory size unknown: device-side fit check skipped (KV cache fills "
+                   f"{r.gpu_memory_utilization:g} of each GPU)")
+    p.add("device_kv_cache_min", one_seq_kv, "device", "KV for one max_model_len sequence")
+    return int(fixed + one_seq_kv), None
+
+
+# ---------------------------------------------------------------------------- seed-compatible API
+
+@dataclass
+class LoraConfig:
+    """The seed library's LoRA switch: enabled, max_loras, max_lora_rank (no default: a direct
+    library call must say the rank)."""
+
+    enabled: bool = False
+    max_loras: int = 1
+    max_lora_rank: int | None = None
+    max_cpu_loras: int | None = None
+    lora_dtype: str = "auto"
+
+
+def _geometry(config: Mapping[str, Any] | ModelGeometry) -> ModelGeometry:
+    return config if isinstance(config, ModelGeometry) else ModelGeometry.from_hf_config(config)
+
+
+def _lora_rank(lora_config: Any) -> int:
+    rank = getattr(lora_config, "max_lora_rank", None)
+    if not rank or int(rank) <= 0:
+        raise InvalidSettings("max_lora_rank", "LoRA is enabled but max_lora_rank is "
+                              f"{rank!r}: pass the rank the server runs with (--max-lora-rank)")
+    return int(rank)
+
+
+class ModelMemoryCalculator:
+    """The names people know from the seed library, on top of build_report."""
+
+    def calculate_memory(self, config: Mapping[str, Any] | ModelGeometry, *, batch_size: int = 1,
+                         seq_length: int = 2048, precision: str = "auto",
+                         lora_config: Any = None, max_num_batched_tokens: int | None = None,
+                         tensor_parallel: int = 1, device: str = "cpu",
+                         vllm_version: str | None = None,
+                         cpu_kvcache_space_gib: float | None = None,
+                         allocator: str = "unknown", model: str | None = None) -> MemoryReport:
+        """seq_length is max_model_len; max_num_batched_tokens None means seq_length (the
+        seed's unchunked reading: one sequence prefilled in one step)."""
+        lora_on = bool(getattr(lora_config, "enabled", False))
+        settings = EngineSettings(
+            model=model, vllm_version=vllm_version, device=device, dtype=precision,
+            max_model_len=seq_length, max_num_seqs=batch_size,
+            max_num_batched_tokens=max_num_batched_tokens or seq_length,
+            enable_lora=lora_on,
+            max_lora_rank=_lora_rank(lora_config) if lora_on else None,
+            max_loras=getattr(lora_config, "max_loras", None) if lora_on else None,
+            max_cpu_loras=getattr(lora_config, "max_cpu_loras", None) if lora_on else None,
+            lora_dtype=getattr(lora_config, "lora_dtype", "auto") if lora_on else "auto",
+            tensor_parallel_size=tensor_parallel, cpu_kvcache_space_gib=cpu_kvcache_space_gib,
+            allocator=allocator)
+        return build_report(_geometry(config), settings, model)
+
+    def calculate_lora_adapter_memory(self, config: Mapping[str, Any] | ModelGeometry,
+                                      lora_config: Any, tensor_parallel: int = 1,
+                                      device: str = "cpu", dtype_bytes: float = 2) -> int:
+        """Adapter storage in bytes (host + device)."""
+        g = _geometry(config)
+        max_loras = int(getattr(lora_config, "max_loras", 1) or 1)
+        cpu_loras = int(getattr(lora_config, "max_cpu_loras", None) or max_loras)
+        host, dev = calculate_lora_adapter_memory(g, _lora_rank(lora_config), dtype_bytes,
+                                                  max_loras, cpu_loras, device, tensor_parallel)
+        return host + dev
+
+    def calculate_lora_prefill_scratch(self, config: Mapping[str, Any] | ModelGeometry,
+                                       lora_config: Any, batched_tokens: int,
+                                       tensor_parallel: int = 1, target_device: str | None = None,
+                                       dtype_bytes: float = 2,
+                                       allocator: str = "unknown") -> tuple[int, list[str]]:
+        """(bytes, notes) of the CPU LoRA prefill scratch; 0 on CUDA (fixed Triton buffers)."""
+        g = _geometry(config)
+        rank = _lora_rank(lora_config)
+        if batched_tokens is None or int(batched_tokens) <= 0:
+            raise InvalidSettings("max_num_batched_tokens",
+                                  f"must be a positive token count, got {batched_tokens!r}")
+        if target_device not in (None, "cpu"):
+            return 0, [f"{target_device}: no per-token LoRA gather (fixed kernel buffers)"]
+        est = calculate_lora_prefill_scratch_bytes(g, rank, int(batched_tokens), dtype_bytes,
+                                                   allocator, tensor_parallel, tensor_parallel)
+        return est.bytes, list(est.notes)
+
+
+def calculate_memory(config: Mapping[str, Any] | ModelGeometry, **kwargs: Any) -> MemoryReport:
+    """Module-level form of ModelMemoryCalculator().calculate_memory."""
+    return ModelMemoryCalculator().calculate_memory(config, **kwargs)

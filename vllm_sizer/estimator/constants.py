@@ -1,0 +1,93 @@
+"""Every constant the estimator uses that is not a vLLM default, with its provenance.
+
+kind: "measured" (a measurement: where, on what), "derived" (from a formula or source code
+reading), or "assumed" (a stated engineering assumption the report flags in a note).
+vLLM defaults live in defaults.py; LoRA scratch calibration rows in data/lora_scratch_calibration.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .units import GiB
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: float
+    kind: str  # measured | derived | assumed
+    source: str
+
+
+# Host RSS of the vLLM processes of one CPU pod before weights and KV cache: the API server /
+# LLM front-end process plus the engine-core process that runs the CPU worker (vLLM V1 runs them
+# as two processes; TP>1 adds one worker process per rank).
+CPU_RUNTIME_BYTES = Constant(
+    value=2 * GiB,
+    kind="assumed",
+    source="Python + torch + vLLM imports of the front-end and engine-core processes; "
+    "to be replaced by the LoRA-off calibration rows (calibration/measurements.csv)",
+)
+# Each additional worker process (tensor/pipeline rank > 1) imports torch and vLLM again.
+WORKER_PROCESS_BYTES = Constant(
+    value=1 * GiB,
+    kind="assumed",
+    source="one more Python process with torch + vLLM imported (per extra TP/PP rank)",
+)
+# On GPU backends each worker also holds a CUDA context and pinned staging buffers in host RAM.
+CUDA_WORKER_HOST_BYTES = Constant(
+    value=1.5 * GiB,
+    kind="assumed",
+    source="CUDA context, cuBLAS/NCCL host allocations and pinned buffers per GPU worker; "
+    "not measurable here (no GPU)",
+)
+# Model loading streams safetensors shards through host memory (mmap'ed, charged to the pod's
+# cgroup while resident). transformers' save_pretrained default max_shard_size is 5GB.
+LOADING_BUFFER_BYTES = Constant(
+    value=5e9,
+    kind="derived",
+    source="one safetensors shard resident during load; transformers save_pretrained "
+    "max_shard_size default '5GB'",
+)
+# vLLM's multimodal processor cache default, per API-server and engine process.
+MM_PROCESSOR_CACHE_GIB_DEFAULT = Constant(
+    value=4,
+    kind="derived",
+    source="vLLM ModelConfig.mm_processor_cache_gb default 4 (GiB), one cache in the API "
+    "process and one in the engine core",
+)
+# Non-torch device memory on CUDA (NCCL, cuBLAS workspace) counted by vLLM's profiler.
+CUDA_NON_TORCH_BYTES = Constant(
+    value=0.5 * GiB,
+    kind="assumed",
+    source="typical non-torch allocations reported by vLLM's memory profiler logs",
+)
+# CUDA graph capture memory on device when not enforce_eager.
+CUDA_GRAPH_BYTES = Constant(
+    value=1 * GiB,
+    kind="assumed",
+    source="vLLM logs 'Graph capturing finished ... took 0.5-1.5 GiB' on 7-70B models",
+)
+# Default CPU KV cache the decision pins for vLLM versions that size it from the pod limit.
+PINNED_CPU_KV_GIB_DEFAULT = Constant(
+    value=4,
+    kind="derived",
+    source="vLLM's own VLLM_CPU_KVCACHE_SPACE default up to 0.12 (4 GiB)",
+)
+# Margin added above the mechanism × largest observed factor when extrapolating the CPU LoRA
+# scratch beyond the largest measured token count (a pod once crash-looped 1.21 GiB short of a
+# figure labelled LOWER BOUND).
+SCRATCH_EXTRAPOLATION_MARGIN = Constant(
+    value=0.10,
+    kind="assumed",
+    source="engineering margin over the largest factor observed above the mechanism",
+)
+# Activation workspace: live tensors of one decoder layer per token (residual, normed input,
+# qkv output, attention output, gate_up output [2·inter], activated [inter]) in the model dtype;
+# sampler holds fp32 logits, probs and logprobs for each sampled row.
+ACTIVATION_SAMPLER_COPIES = Constant(
+    value=3,
+    kind="derived",
+    source="vLLM sampler: fp32 logits, softmax probs and logprobs per sampled row",
+)
+

@@ -1,0 +1,34 @@
+"""Typed errors of the estimator: each names what is missing and how to supply it."""
+
+
+class EstimatorError(ValueError):
+    """Base class: the estimator refuses rather than returning a silently wrong number."""
+
+
+class MissingConfigField(EstimatorError):
+    """A model config lacks a field the estimate needs (e.g. num_hidden_layers)."""
+
+    def __init__(self, field: str, hint: str = ""):
+        self.field = field
+        msg = f"model config has no '{field}'"
+        super().__init__(f"{msg}: {hint}" if hint else msg)
+
+
+class InvalidSettings(EstimatorError):
+    """Engine settings that vLLM itself would reject or that cannot be sized."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class UnknownModel(EstimatorError):
+    """The model id is not in the catalog and no config was given."""
+
+    def __init__(self, model: str):
+        self.model = model
+        super().__init__(
+            f"unknown model '{model}': pass its config.json (--model-config FILE on the CLI, "
+            "the vllm-sizer.io/model-config annotation, or a ConfigMap labelled "
+            "vllm-sizer.io/model-configs=true)"
+        )

@@ -1,0 +1,422 @@
+"""Model geometry: the shape of a transformer, read once from a Hugging Face config.json dict.
+
+Everything downstream (weights, KV cache, LoRA buffers, the CPU LoRA scratch) is computed from
+this typed model, never from the raw dict. Parameter counts are derived from the layer shapes
+of the reference implementations (transformers / vLLM model files) and checked in tests against
+published counts (tests/data/published_parameter_counts.json).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pydantic import BaseModel
+
+from .errors import MissingConfigField
+
+# Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
+# Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
+NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloom", "mpt",
+                       "starcoder2", "gpt_bigcode"}
+# Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
+QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
+# Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
+QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"}
+# Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two.
+FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
+
+# Bytes per parameter of quantized linear weights, including scales: derived from each format.
+# awq/gptq 4-bit, group 128: 4 bits + fp16 scale + 4-bit zero per 128 weights = 4.16 bits.
+# fp8 (block 128x128 scales, DeepSeek-V3): 8 bits + one fp32 per 16384 weights ≈ 1.0 byte.
+# mxfp4 (OCP MX spec): 32-element blocks of 4-bit values + one 8-bit scale = 4.25 bits.
+QUANT_BYTES_PER_PARAM: dict[str, float] = {
+    "awq": 4.16 / 8,
+    "gptq": 4.16 / 8,
+    "awq_marlin": 4.16 / 8,
+    "gptq_marlin": 4.16 / 8,
+    "bitsandbytes": 4.0 / 8 + 1 / 64,  # nf4, blocksize 64 absmax fp32 quantized to 8 bit ≈ 4.13
+    "fp8": 1.0,
+    "compressed-tensors": 1.0,  # most published compressed-tensors checkpoints are w8a8 fp8/int8
+    "mxfp4": 4.25 / 8,
+}
+
+
+class MoE(BaseModel, frozen=True):
+    num_experts: int
+    experts_per_token: int
+    expert_intermediate_size: int
+    shared_intermediate_size: int = 0  # total width of always-on shared experts
+    num_moe_layers: int  # layers whose MLP is the expert block (others are dense)
+    expert_bias: bool = False  # gpt-oss experts and router carry biases
+
+
+class MLA(BaseModel, frozen=True):
+    """DeepSeek-V2/V3 multi-head latent attention."""
+
+    kv_lora_rank: int
+    q_lora_rank: int | None
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+class Quantization(BaseModel, frozen=True):
+    method: str
+    bits: int | None = None
+    bytes_per_param: float  # for quantized linear weights, scales included
+
+
+class LinearShape(BaseModel, frozen=True):
+    """One LoRA-wrappable linear layer: input width, output slices, and how TP splits it."""
+
+    name: str
+    in_features: int
+    out_slices: tuple[int, ...]
+    row_parallel: bool  # True: input dim sharded by TP (o_proj, down_proj)
+
+
+class ModelGeometry(BaseModel, frozen=True):
+    model_type: str = ""
+    architecture: str = ""
+    num_layers: int
+    hidden_size: int
+    intermediate_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    tie_word_embeddings: bool = True
+    max_position_embeddings: int | None = None
+    torch_dtype: str | None = None
+    gated_mlp: bool = True
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    norms_per_layer: int = 2
+    layernorm_bias: bool = False
+    learned_positions: int = 0  # OPT: learned position table rows
+    attention_sinks: bool = False
+    moe: MoE | None = None
+    mla: MLA | None = None
+    sliding_window: int | None = None
+    sliding_window_layers: int = 0
+    quantization: Quantization | None = None
+    vision_parameters: int = 0  # rough count of a vision tower (multimodal configs)
+
+    # ------------------------------------------------------------------ reading
+    @classmethod
+    def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelGeometry":
+        if not isinstance(config, Mapping):
+            raise MissingConfigField("config", "a config.json object (dict) is required")
+        top = dict(config)
+        text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
+        c: dict[str, Any] = {**top, **text} if text else top
+        model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
+        archs = top.get("architectures") or c.get("architectures") or [""]
+        arch = str(archs[0]) if isinstance(archs, list) and archs else ""
+
+        def first(*keys: str) -> Any:
+            for k in keys:
+                v = c.get(k)
+                if v is not None:
+                    return v
+            return None
+
+        def need_int(field: str, *aliases: str) -> int:
+            v = first(field, *aliases)
+            if v is None:
+                raise MissingConfigField(field, "add it to the model config (config.json)")
+            try:
+                iv = int(v)
+            except (TypeError, ValueError):
+                raise MissingConfigField(field, f"value {v!r} is not an integer") from None
+            if iv <= 0:
+                raise MissingConfigField(field, f"value {v!r} must be positive")
+            return iv
+
+        layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+        hidden = need_int("hidden_size", "d_model", "n_embd")
+        heads = need_int("num_attention_heads", "n_head", "num_heads")
+        vocab = need_int("vocab_size")
+        kv_heads = int(first("num_key_value_heads", "num_kv_heads") or
+                       (1 if c.get("multi_query") else heads))
+        head_dim = int(first("head_dim") or hidden // heads)
+        gated = model_type not in NON_GATED_MLP_TYPES
+        inter = first("intermediate_size", "ffn_dim", "n_inner")
+        intermediate = int(inter) if inter else 4 * hidden
+
+        mla = None
+        if c.get("use_mla") is not False and c.get("kv_lora_rank"):
+            mla = MLA(
+                kv_lora_rank=int(c["kv_lora_rank"]),
+                q_lora_rank=int(c["q_lora_rank"]) if c.get("q_lora_rank") else None,
+                qk_nope_head_dim=int(c.get("qk_nope_head_dim") or 128),
+                qk_rope_head_dim=int(c.get("qk_rope_head_dim") or 64),
+                v_head_dim=int(c.get("v_head_dim") or 128),
+            )
+
+        moe = _read_moe(c, layers, intermediate, model_type)
+        if moe and moe.num_moe_layers == layers and not first("intermediate_size"):
+            intermediate = moe.expert_intermediate_size
+
+        sliding, sliding_layers = _read_sliding(c, layers, model_type)
+        tie = c.get("tie_word_embeddings")
+        if tie is None:
+            tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
+
+        return cls(
+            model_type=model_type,
+            architecture=arch,
+            num_layers=layers,
+            hidden_size=hidden,
+            intermediate_size=intermediate,
+            num_attention_heads=heads,
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            vocab_size=vocab,
+            tie_word_embeddings=bool(tie),
+            max_position_embeddings=_int_or_none(first("max_position_embeddings", "n_positions")),
+            torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
+            gated_mlp=gated,
+            qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
+            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias")),
+            o_bias=bool(c.get("attention_bias")) or model_type in {"opt", "gpt2"}
+            or bool(c.get("enable_bias")),
+            mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"}
+            or bool(c.get("enable_bias")),
+            qk_norm=model_type in QK_NORM_TYPES,
+            norms_per_layer=4 if model_type in FOUR_NORM_TYPES else 2,
+            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi", "falcon"},
+            learned_positions=(int(c.get("max_position_embeddings") or 0) + 2)
+            if model_type == "opt" else 0,
+            attention_sinks=model_type == "gpt_oss",
+            moe=moe,
+            mla=mla,
+            sliding_window=sliding,
+            sliding_window_layers=sliding_layers,
+            quantization=_read_quantization(c.get("quantization_config")
+                                            or top.get("quantization_config")),
+            vision_parameters=_vision_parameters(top.get("vision_config")),
+        )
+
+    # ------------------------------------------------------------------ shapes
+    @property
+    def q_width(self) -> int:
+        if self.mla:
+            return self.num_attention_heads * (self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim)
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def attn_out_in_width(self) -> int:
+        """Input width of o_proj."""
+        if self.mla:
+            return self.num_attention_heads * self.mla.v_head_dim
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        return self.num_kv_heads * self.head_dim
+
+    def lora_linear_shapes(self) -> list[LinearShape]:
+        """The linear layers vLLM wraps for LoRA in one decoder layer (vllm/lora/layers):
+        merged qkv (column parallel, 3 slices), o_proj (row), merged gate_up (column, 2 slices),
+        down_proj (row). For MLA the q/kv projections stand in for qkv. MoE expert weights are
+        listed through the expert width (vLLM's FusedMoE LoRA path stacks per expert)."""
+        h = self.hidden_size
+        shapes: list[LinearShape] = []
+        if self.mla:
+            m = self.mla
+            if m.q_lora_rank:
+                shapes.append(LinearShape(name="q_a_proj", in_features=h,
+                                          out_slices=(m.q_lora_rank,), row_parallel=False))
+                shapes.append(LinearShape(name="q_b_proj", in_features=m.q_lora_rank,
+                                          out_slices=(self.q_width,), row_parallel=False))
+            else:
+                shapes.append(LinearShape(name="q_proj", in_features=h,
+                                          out_slices=(self.q_width,), row_parallel=False))
+            shapes.append(LinearShape(name="kv_a_proj_with_mqa", in_features=h,
+                                      out_slices=(m.kv_lora_rank + m.qk_rope_head_dim,),
+                                      row_parallel=False))
+            shapes.append(LinearShape(
+                name="kv_b_proj", in_features=m.kv_lora_rank,
+                out_slices=(self.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim),),
+                row_parallel=False))
+        else:
+            shapes.append(LinearShape(name="qkv_proj", in_features=h,
+                                      out_slices=(self.q_width, self.kv_width, self.kv_width),
+                                      row_parallel=False))
+        shapes.append(LinearShape(name="o_proj", in_features=self.attn_out_in_width,
+                                  out_slices=(h,), row_parallel=True))
+        widths = []
+        if not self.moe or self.moe.num_moe_layers < self.num_layers:
+            widths.append(self.intermediate_size)
+        if self.moe:
+            widths.append(self.moe.expert_intermediate_size)
+            if self.moe.shared_intermediate_size:
+                widths.append(self.moe.shared_intermediate_size)
+        for w in sorted(set(widths)):
+            if self.gated_mlp:
+                shapes.append(LinearShape(name=f"gate_up_proj[{w}]", in_features=h,
+                                          out_slices=(w, w), row_parallel=False))
+            else:
+                shapes.append(LinearShape(name=f"fc1[{w}]", in_features=h,
+                                          out_slices=(w,), row_parallel=False))
+            shapes.append(LinearShape(name=f"down_proj[{w}]", in_features=w,
+                                      out_slices=(h,), row_parallel=True))
+        return shapes
+
+    # ------------------------------------------------------------------ counts
+    def attention_parameters_per_layer(self) -> int:
+        h = self.hidden_size
+        if self.mla:
+            m = self.mla
+            q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * self.q_width) \
+                if m.q_lora_rank else h * self.q_width
+            kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank \
+                + m.kv_lora_rank * self.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
+            return q + kv + self.attn_out_in_width * h
+        n = h * self.q_width + 2 * h * self.kv_width + self.attn_out_in_width * h
+        if self.qkv_bias:
+            n += self.q_width + 2 * self.kv_width
+        if self.o_bias:
+            n += h
+        if self.qk_norm:
+            n += 2 * self.head_dim
+        if self.attention_sinks:
+            n += self.num_attention_heads
+        return n
+
+    def _mlp_parameters(self, width: int) -> int:
+        h = self.hidden_size
+        if self.gated_mlp:
+            return 3 * h * width + (2 * width + h if self.mlp_bias else 0)
+        return 2 * h * width + (width + h if self.mlp_bias else 0)
+
+    def mlp_parameters(self) -> tuple[int, int]:
+        """(parameters of all MLP blocks, of which quantizable expert/linear weights)."""
+        h = self.hidden_size
+        dense_layers = self.num_layers - (self.moe.num_moe_layers if self.moe else 0)
+        total = dense_layers * self._mlp_parameters(self.intermediate_size)
+        if self.moe:
+            e = self.moe
+            per = e.num_experts * self._mlp_parameters(e.expert_intermediate_size) + h * e.num_experts
+            if e.expert_bias:
+                per += e.num_experts * (2 * e.expert_intermediate_size + h) + e.num_experts
+            if e.shared_intermediate_size:
+                per += self._mlp_parameters(e.shared_intermediate_size)
+            total += e.num_moe_layers * per
+        return total, total
+
+    def embedding_parameters(self) -> int:
+        n = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+        return n + self.learned_positions * self.hidden_size
+
+    def norm_parameters(self) -> int:
+        per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
+        return (self.norms_per_layer * self.num_layers + 1) * per_norm
+
+    def parameter_count(self) -> int:
+        """Total parameters of the language model (vision tower added separately)."""
+        mlp, _ = self.mlp_parameters()
+        return (self.embedding_parameters() + self.num_layers * self.attention_parameters_per_layer()
+                + mlp + self.norm_parameters() + self.vision_parameters)
+
+    def weight_bytes(self, dtype_bytes: float) -> int:
+        """Bytes of weights at the model dtype; quantized checkpoints store linear weights at
+        their format's size and embeddings, norms and the lm_head at the model dtype."""
+        total = self.parameter_count()
+        if not self.quantization:
+            return int(total * dtype_bytes)
+        linear = self.num_layers * self.attention_parameters_per_layer() + self.mlp_parameters()[0]
+        if self.quantization.method == "mxfp4" and self.moe:
+            # gpt-oss: only the expert weights are MXFP4, attention stays bf16.
+            e = self.moe
+            linear = e.num_moe_layers * e.num_experts * self._mlp_parameters(e.expert_intermediate_size)
+        rest = total - linear
+        return int(linear * self.quantization.bytes_per_param + rest * dtype_bytes)
+
+    def kv_bytes_per_token(self, kv_dtype_bytes: float) -> int:
+        """KV cache bytes per token over all layers: 2·kv_heads·head_dim per layer, or one latent
+        of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed latent)."""
+        if self.mla:
+            per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
+        else:
+            per_layer = 2 * self.kv_width
+        return int(self.num_layers * per_layer * kv_dtype_bytes)
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return int(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: str) -> MoE | None:
+    experts = c.get("num_experts") or c.get("num_local_experts") or c.get("n_routed_experts")
+    if not experts or int(experts) <= 1:
+        return None
+    experts = int(experts)
+    per_tok = int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 2)
+    expert_inter = int(c.get("moe_intermediate_size") or intermediate)
+    shared = int(c.get("shared_expert_intermediate_size") or 0)
+    if not shared and c.get("n_shared_experts"):
+        shared = int(c["n_shared_experts"]) * expert_inter
+    dense = 0
+    if c.get("first_k_dense_replace"):
+        dense = int(c["first_k_dense_replace"])  # DeepSeek: first k layers dense
+    moe_layers = layers - dense
+    mlp_only = c.get("mlp_only_layers") or []
+    step = int(c.get("decoder_sparse_step") or 1)
+    if mlp_only or step > 1:  # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0
+        moe_layers = sum(1 for i in range(layers)
+                         if i not in mlp_only and (i + 1) % step == 0)
+    return MoE(num_experts=experts, experts_per_token=per_tok,
+               expert_intermediate_size=expert_inter, shared_intermediate_size=shared,
+               num_moe_layers=moe_layers, expert_bias=model_type == "gpt_oss")
+
+
+def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
+    window = c.get("sliding_window")
+    layer_types = c.get("layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        n = sum(1 for t in layer_types if "sliding" in str(t))
+        return (int(window) if window and n else None), n
+    if not window:
+        return None, 0
+    if model_type.startswith("qwen2") or model_type.startswith("qwen3"):
+        if not c.get("use_sliding_window"):
+            return None, 0
+        return int(window), max(0, layers - int(c.get("max_window_layers") or 0))
+    pattern = c.get("sliding_window_pattern")
+    if pattern:  # Gemma 3: every pattern-th layer is global
+        return int(window), layers - layers // int(pattern)
+    if model_type == "gemma2":
+        return int(window), layers // 2  # alternating local/global
+    return int(window), layers  # Mistral v0.1 style: all layers windowed
+
+
+def _read_quantization(q: Any) -> Quantization | None:
+    if not isinstance(q, Mapping):
+        return None
+    method = str(q.get("quant_method") or q.get("quant_type") or "").lower()
+    if not method:
+        return None
+    bits = q.get("bits") or q.get("w_bit")
+    if method in {"awq", "gptq"} and bits and int(bits) == 8:
+        bpp = 8.16 / 8
+    else:
+        bpp = QUANT_BYTES_PER_PARAM.get(method, 1.0)
+    return Quantization(method=method, bits=int(bits) if bits else None, bytes_per_param=bpp)
+
+
+def _vision_parameters(v: Any) -> int:
+    """ViT encoder estimate: per layer 4·h² (attention) + 2·h·inter (MLP), plus patch embedding."""
+    if not isinstance(v, Mapping):
+        return 0
+    h = int(v.get("hidden_size") or 0)
+    n = int(v.get("num_hidden_layers") or v.get("depth") or 0)
+    inter = int(v.get("intermediate_size") or 4 * h)
+    patch = int(v.get("patch_size") or 14)
+    return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h

@@ -1,0 +1,297 @@
+"""LoRA memory: adapter storage, the CPU prefill scratch, and the CPU lm_head logits gather.
+
+Mechanism (vLLM CPU backend, PunicaWrapperCPU → vllm/lora/ops/torch_ops/lora_ops.py, same
+algorithm 0.8.5 → 0.33): sgmv_* repeats each sequence's LoRA index per token and bgmv_* gathers
+one full LoRA weight per token, `weights[lora_indices].to(dtype)`:
+  shrink over input width `in`: [T, R, in] in the LoRA dtype plus its fp32 copy;
+  expand to output width `out`:   [T, out, R] in the LoRA dtype.
+Tensors are freed per op, so the peak is the largest single op, not a sum over layers:
+6·T·R·max(in) bytes for bf16 (down_proj's shrink at Qwen3-0.6B: 4.5 MiB per token at R=256).
+
+Allocators hold freed memory, so measured peaks sit above the mechanism by a factor that is not
+constant (1.14x-1.59x on the seed's tcmalloc rows). The scratch is therefore read off measured
+calibration rows (data/lora_scratch_calibration.json) and only *scaled* by the mechanism:
+  - inside the measured token range of a build family: the factor over the mechanism is
+    interpolated linearly in T between measured rows (concave in bytes: never below the chord);
+  - below it: the largest factor the family showed;
+  - above it: the larger of (mechanism × largest factor ever observed) and the linear
+    extrapolation of the last two rows, plus a margin, and never below a measured OOM floor;
+    the report says this is extrapolated and only a lower bound.
+Scaling across rank, width and TP follows the mechanism (linear in R, in the widest projection,
+per worker); which of those scalings were measured is derived from the rows and said in notes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from .constants import SCRATCH_EXTRAPOLATION_MARGIN
+from .geometry import ModelGeometry
+from .units import GiB
+
+
+# ---------------------------------------------------------------------------- mechanism
+
+def _shrink_bytes_per_element(lora_dtype_bytes: float) -> float:
+    # gathered weights in the LoRA dtype, then `.to(float32)`; no copy when already fp32.
+    return lora_dtype_bytes + 4 if lora_dtype_bytes != 4 else 4
+
+
+def mechanism_bytes_per_token(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
+                              tensor_parallel: int = 1, fully_sharded: bool = False) -> float:
+    """Largest single bgmv op per token on one worker: bytes = this × T."""
+    shrink_b = _shrink_bytes_per_element(lora_dtype_bytes)
+    best = 0.0
+    for shape in geometry.lora_linear_shapes():
+        in_w = shape.in_features / tensor_parallel if shape.row_parallel else shape.in_features
+        r_shrink = rank / tensor_parallel if (fully_sharded and not shape.row_parallel) else rank
+        best = max(best, shrink_b * r_shrink * in_w)
+        for out in shape.out_slices:
+            out_w = out if shape.row_parallel else out / tensor_parallel
+            best = max(best, lora_dtype_bytes * rank * out_w)
+    return best
+
+
+def widest_lora_projection(geometry: ModelGeometry) -> int:
+    return max(max(s.in_features, *s.out_slices) for s in geometry.lora_linear_shapes())
+
+
+# ---------------------------------------------------------------------------- storage
+
+def adapter_slot_bytes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
+                       tensor_parallel: int = 1) -> int:
+    """One adapter slot over all workers: per wrapped linear, A [R, in] per output slice and
+    B [out, R] per slice (vllm/lora/layers *_stacked buffers), plus lm_head and embedding
+    LoRA buffers ([vocab, R] each). Upper bound for an adapter: assumes all modules at rank R."""
+    per_layer = 0
+    for s in geometry.lora_linear_shapes():
+        per_layer += len(s.out_slices) * rank * s.in_features + sum(s.out_slices) * rank
+    vocab_terms = 2 * (geometry.vocab_size * rank + geometry.hidden_size * rank)
+    # Column-parallel A buffers are replicated on every TP rank; count them once per rank.
+    replicated_a = 0
+    if tensor_parallel > 1:
+        for s in geometry.lora_linear_shapes():
+            if not s.row_parallel:
+                replicated_a += len(s.out_slices) * rank * s.in_features
+        replicated_a *= geometry.num_layers * (tensor_parallel - 1)
+    return int((geometry.num_layers * per_layer + vocab_terms + replicated_a) * lora_dtype_bytes)
+
+
+def calculate_lora_adapter_memory(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
+                                  max_loras: int, max_cpu_loras: int, device: str,
+                                  tensor_parallel: int = 1) -> tuple[int, int]:
+    """(host bytes, device bytes) of adapter storage: the GPU-side stacked buffers hold
+    max_loras slots; the host LRU cache holds max_cpu_loras loaded adapters. On CPU both are
+    host memory."""
+    slot = adapter_slot_bytes(geometry, rank, lora_dtype_bytes, tensor_parallel)
+    cache = max_cpu_loras * slot
+    stacked = max_loras * slot
+    if device == "cpu":
+        return cache + stacked, 0
+    return cache, stacked
+
+
+def calculate_lora_logits_scratch(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
+                                  rows: int) -> int:
+    """CPU add_lora_logits: lm_head LoRA B gathered once per sampled row, adapter or not:
+    bytes(lora dtype) · rows · vocab · R (74 MiB per row at Qwen3, R=256)."""
+    return int(lora_dtype_bytes * rows * geometry.vocab_size * rank)
+
+
+# ---------------------------------------------------------------------------- calibration
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    id: str
+    build_family: str
+    allocator: str
+    kind: str  # measured | floor
+    geometry: ModelGeometry
+    rank: int
+    lora_dtype_bytes: float
+    tokens: int
+    difference_bytes: int
+    source: str
+
+    @property
+    def scratch_bytes(self) -> float:
+        """The prefill scratch alone: the on−off difference minus the adapter storage the
+        LoRA-on run also held (one stacked slot and one cached adapter)."""
+        storage = 2 * adapter_slot_bytes(self.geometry, self.rank, self.lora_dtype_bytes)
+        return max(self.difference_bytes - storage, 0)
+
+    @property
+    def mechanism(self) -> float:
+        return mechanism_bytes_per_token(self.geometry, self.rank, self.lora_dtype_bytes) * self.tokens
+
+    @property
+    def factor(self) -> float:
+        return self.scratch_bytes / self.mechanism
+
+
+_DTYPE = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+@lru_cache(maxsize=1)
+def load_calibration() -> tuple[CalibrationRow, ...]:
+    raw = json.loads(resources.files(__package__).joinpath(
+        "data/lora_scratch_calibration.json").read_text())
+    rows = []
+    for r in raw["rows"]:
+        g = r["geometry"]
+        geo = ModelGeometry(
+            num_layers=g["num_layers"], hidden_size=g["hidden_size"],
+            intermediate_size=g["intermediate_size"], num_attention_heads=g["num_attention_heads"],
+            num_kv_heads=g["num_kv_heads"], head_dim=g["head_dim"], vocab_size=g["vocab_size"],
+            model_type=g.get("model_type", ""))
+        rows.append(CalibrationRow(
+            id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
+            geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
+            tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
+            source=r["source"]))
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
+class ScratchEstimate:
+    bytes: int
+    case: str  # interpolated | below-range | extrapolated | mechanism-only
+    notes: tuple[str, ...]
+
+
+def _family_rows(allocator: str, rows: tuple[CalibrationRow, ...]) -> tuple[list[CalibrationRow], str]:
+    measured = [r for r in rows if r.kind == "measured"]
+    if allocator in ("glibc", "tcmalloc"):
+        own = [r for r in measured if r.allocator == allocator]
+        if own:
+            return own, f"{allocator} rows"
+        return measured, f"no {allocator} rows: all measured rows used"
+    return measured, "allocator unknown: the larger of every build family's rows"
+
+
+def _factor_at(tokens: int, rows: list[CalibrationRow]) -> tuple[float, str]:
+    """Factor over the mechanism at T from one family's rows (sorted by T)."""
+    by_t: dict[int, float] = {}
+    for r in rows:
+        by_t[r.tokens] = max(by_t.get(r.tokens, 0.0), r.factor)
+    ts = sorted(by_t)
+    if tokens < ts[0]:
+        return max(by_t.values()), "below-range"
+    if tokens > ts[-1]:
+        return max(by_t.values()), "extrapolated"
+    for lo, hi in zip(ts, ts[1:] + [ts[-1]]):
+        if lo <= tokens <= hi:
+            if hi == lo:
+                return by_t[lo], "interpolated"
+            w = (tokens - lo) / (hi - lo)
+            return by_t[lo] + w * (by_t[hi] - by_t[lo]), "interpolated"
+    return max(by_t.values()), "extrapolated"  # unreachable: ts covers tokens
+
+
+def calculate_lora_prefill_scratch_bytes(geometry: ModelGeometry, rank: int, tokens: int,
+                                         lora_dtype_bytes: float, allocator: str = "unknown",
+                                         tensor_parallel: int = 1, workers: int = 1,
+                                         fully_sharded: bool = False) -> ScratchEstimate:
+    """Peak transient of the CPU LoRA prefill over all workers of one pod (host bytes)."""
+    rows = load_calibration()
+    per_token = mechanism_bytes_per_token(geometry, rank, lora_dtype_bytes, tensor_parallel,
+                                          fully_sharded)
+    mech = per_token * tokens
+    notes: list[str] = []
+    if not rows:
+        return ScratchEstimate(int(mech * workers), "mechanism-only",
+                               ("LoRA prefill scratch: no calibration rows, mechanism only",))
+
+    families: dict[str, list[CalibrationRow]] = {}
+    chosen, family_note = _family_rows(allocator, rows)
+    for r in chosen:
+        families.setdefault(r.build_family, []).append(r)
+
+    best = 0.0
+    case = "interpolated"
+    for fam_rows in families.values():
+        factor, fam_case = _factor_at(tokens, fam_rows)
+        value = factor * mech
+        if fam_case == "extrapolated":
+            value = max(value, _linear_extrapolation(tokens, fam_rows, per_token))
+            value *= 1 + SCRATCH_EXTRAPOLATION_MARGIN.value
+        if value >= best:
+            best, case = value, fam_case
+    if case == "extrapolated":
+        largest = max(r.factor for r in rows if r.kind == "measured")
+        best = max(best, largest * mech * (1 + SCRATCH_EXTRAPOLATION_MARGIN.value))
+
+    # Never below a measured point or OOM floor at or below T (of the build families in use),
+    # scaled by the mechanism.
+    floor_row = None
+    guards = chosen + [r for r in rows if r.kind == "floor" and (
+        allocator not in ("glibc", "tcmalloc") or r.allocator == allocator)]
+    for r in guards:
+        if r.tokens <= tokens:
+            scaled = r.scratch_bytes * per_token / (r.mechanism / r.tokens)
+            if scaled > best:
+                best, floor_row = scaled, r
+    measured_ts = sorted({r.tokens for r in chosen})
+    t_range = f"T={measured_ts[0]}..{measured_ts[-1]}"
+    if case == "interpolated":
+        notes.append(f"LoRA prefill scratch interpolated between measured rows ({t_range}, {family_note})")
+    elif case == "below-range":
+        notes.append(f"LoRA prefill scratch below the measured range ({t_range}): mechanism × "
+                     f"largest observed factor ({family_note})")
+    else:
+        notes.append(
+            f"LoRA prefill scratch EXTRAPOLATED beyond the largest measured T ({measured_ts[-1]}): "
+            f"mechanism × largest observed factor + {SCRATCH_EXTRAPOLATION_MARGIN.value:.0%} margin; "
+            "the term grows faster than linear there, treat it as a LOWER BOUND")
+    floors = [r for r in guards if r.kind == "floor" and r.tokens <= tokens]
+    for r in floors:
+        notes.append(f"measured floor: at T={r.tokens} ({r.id}) the scratch exceeded "
+                     f"{r.difference_bytes / GiB:.2f} GiB (OOM)")
+    if floor_row is not None:
+        notes.append(f"LoRA prefill scratch raised to the measured point {floor_row.id}")
+    notes.extend(_scaling_notes(geometry, rank, lora_dtype_bytes, tensor_parallel, rows))
+    if workers > 1:
+        notes.append(f"LoRA prefill scratch counted on each of {workers} worker processes "
+                     "(they prefill in lockstep inside one pod)")
+    return ScratchEstimate(int(best * workers), case, tuple(notes))
+
+
+def _linear_extrapolation(tokens: int, rows: list[CalibrationRow], per_token: float) -> float:
+    """Extend the line through the two largest-T rows, rescaled to this geometry."""
+    pts = sorted(rows, key=lambda r: r.tokens)
+    if len(pts) < 2:
+        return 0.0
+    a, b = pts[-2], pts[-1]
+    ya = a.scratch_bytes / (a.mechanism / a.tokens) * per_token
+    yb = b.scratch_bytes / (b.mechanism / b.tokens) * per_token
+    if b.tokens == a.tokens:
+        return max(ya, yb)
+    slope = (yb - ya) / (b.tokens - a.tokens)
+    return yb + slope * (tokens - b.tokens)
+
+
+def _scaling_notes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
+                   tensor_parallel: int, rows: tuple[CalibrationRow, ...]) -> list[str]:
+    notes = []
+    ranks = sorted({r.rank for r in rows})
+    widths = sorted({widest_lora_projection(r.geometry) for r in rows})
+    layers = sorted({r.geometry.num_layers for r in rows})
+    if rank not in ranks:
+        notes.append(f"rank {rank} outside measured ranks {ranks}: scaled linearly in rank "
+                     "(mechanism, assumed)")
+    w = widest_lora_projection(geometry)
+    if w not in widths:
+        notes.append(f"widest LoRA projection {w} outside measured widths {widths}: scaled "
+                     "linearly in width (mechanism, assumed)")
+    if geometry.num_layers not in layers:
+        notes.append(f"{geometry.num_layers} layers outside measured layer counts {layers}: "
+                     "layer count is not a driver by the mechanism (ops are freed per layer)")
+    if lora_dtype_bytes not in {r.lora_dtype_bytes for r in rows}:
+        notes.append("LoRA dtype outside the measured dtypes: scaled by element size (mechanism)")
+    if tensor_parallel > 1:
+        notes.append(f"tensor parallel {tensor_parallel}: per-worker widths sharded as vLLM shards "
+                     "them (mechanism, not measured)")
+    return notes

@@ -1,0 +1,277 @@
+"""Engine settings: the vLLM engine arguments and environment that change memory.
+
+`EngineSettings` holds what the user wrote (None = not set, so vLLM's default applies).
+`resolve_settings` turns it into `ResolvedSettings`, applying vLLM's defaults for the given
+version and device, and records for every value where it came from.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from . import defaults
+from .constants import PINNED_CPU_KV_GIB_DEFAULT
+from .errors import InvalidSettings
+from .geometry import ModelGeometry
+from .units import GiB, DTYPE_BYTES
+from .versions import VllmVersion
+
+Device = Literal["cpu", "cuda", "rocm", "other", "unknown"]
+Allocator = Literal["glibc", "tcmalloc", "unknown"]
+UsageContext = Literal["api_server", "llm_class"]
+
+# Allowed --max-lora-rank values (vLLM LoRAConfig.max_lora_rank: possible_max_ranks).
+ALLOWED_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+class EngineSettings(BaseModel):
+    """What a vLLM command line / environment sets. None means "left at vLLM's default"."""
+
+    model: str | None = None
+    vllm_version: str | None = None
+    device: Device = "unknown"
+    usage_context: UsageContext = "api_server"
+    dtype: str = "auto"
+    quantization: str | None = None
+    kv_cache_dtype: str = "auto"
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    enable_chunked_prefill: bool | None = None
+    performance_mode: str | None = None
+    enable_lora: bool = False
+    max_lora_rank: int | None = None
+    max_loras: int | None = None
+    max_cpu_loras: int | None = None
+    lora_dtype: str = "auto"
+    fully_sharded_loras: bool = False
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    gpu_memory_utilization: float | None = None
+    cpu_offload_gb: float = 0.0
+    swap_space_gib: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    enforce_eager: bool = False
+    mm_processor_cache_gb: float | None = None
+    cpu_kvcache_space_gib: float | None = Field(
+        default=None, description="VLLM_CPU_KVCACHE_SPACE (GiB)")
+    # Facts about where it runs (from the pod spec / node), not vLLM flags.
+    gpu_memory_bytes: int | None = None
+    gpu_product: str | None = None
+    node_memory_bytes: int | None = None
+    memory_limit_bytes: int | None = None
+    allocator: Allocator = "unknown"
+    dev_shm_bytes: int | None = None
+
+    @field_validator("max_model_len", "max_num_seqs", "max_num_batched_tokens", "max_loras",
+                     "max_cpu_loras", "kv_cache_memory_bytes")
+    @classmethod
+    def _positive(cls, v: int | None, info):  # noqa: ANN001
+        if v is not None and v <= 0:
+            raise ValueError(f"{info.field_name} must be a positive integer, got {v}")
+        return v
+
+    @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
+    @classmethod
+    def _parallel(cls, v: int, info):  # noqa: ANN001
+        if v < 1:
+            raise ValueError(f"{info.field_name} must be ≥ 1, got {v}")
+        return v
+
+    @field_validator("gpu_memory_utilization")
+    @classmethod
+    def _util(cls, v: float | None):
+        if v is not None and not 0 < v <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {v}")
+        return v
+
+
+class ResolvedSettings(BaseModel):
+    """Every value the estimate used, with the reason it has that value."""
+
+    version: VllmVersion
+    device: Device
+    dtype: str
+    dtype_bytes: float
+    kv_cache_dtype_bytes: float
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    chunked_prefill: bool
+    enable_lora: bool
+    max_lora_rank: int
+    max_loras: int
+    max_cpu_loras: int
+    lora_dtype_bytes: float
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    gpu_memory_utilization: float
+    cpu_kv_cache_bytes: int | None
+    kv_cache_auto_sized: bool  # vLLM sizes the CPU KV cache from memory: pinning it is advised
+    swap_space_bytes: int
+    allocator: Allocator
+    reasons: dict[str, str]
+
+    @property
+    def world_size(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+
+def _dtype_name(settings: EngineSettings, geometry: ModelGeometry, device: Device,
+                reasons: dict[str, str]) -> str:
+    d = (settings.dtype or "auto").lower()
+    if d != "auto":
+        if d == "float":
+            d = "float32"
+        if d not in DTYPE_BYTES:
+            raise InvalidSettings("dtype", f"unknown dtype '{settings.dtype}'")
+        reasons["dtype"] = "set"
+        return d
+    config_dtype = (geometry.torch_dtype or "").lower().replace("torch.", "")
+    if config_dtype in ("", "float32"):
+        # vLLM _get_and_verify_dtype: a float32 checkpoint is served in bfloat16/float16 on
+        # GPU; on CPU float32 stays float32 unless the user asks otherwise.
+        chosen = "float32" if device == "cpu" and config_dtype == "float32" else "bfloat16"
+        reasons["dtype"] = f"auto: config torch_dtype '{config_dtype or 'unset'}' → {chosen}"
+        return chosen
+    if device == "cpu" and config_dtype == "float16":
+        # vLLM CPU platform: float16 is converted to bfloat16 where supported.
+        reasons["dtype"] = "auto: config float16 → bfloat16 on the CPU backend"
+        return "bfloat16"
+    reasons["dtype"] = f"auto: config torch_dtype {config_dtype}"
+    return config_dtype
+
+
+def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
+                     notes: list[str] | None = None) -> ResolvedSettings:
+    """Apply vLLM's defaults (per version and device) to what the user set."""
+    notes = notes if notes is not None else []
+    reasons: dict[str, str] = {}
+    version = VllmVersion.parse(settings.vllm_version)
+    if settings.vllm_version is None or version.source == "assumed latest":
+        notes.append(f"vLLM version unknown: defaults of the latest known release ({version}) used")
+        reasons["version"] = "assumed latest"
+    else:
+        reasons["version"] = "given"
+    device = settings.device
+    ws = settings.tensor_parallel_size * settings.pipeline_parallel_size
+
+    dtype = _dtype_name(settings, geometry, device, reasons)
+    dtype_b = DTYPE_BYTES[dtype]
+    kv_dtype = (settings.kv_cache_dtype or "auto").lower()
+    kv_b = dtype_b if kv_dtype == "auto" else DTYPE_BYTES.get(kv_dtype)
+    if kv_b is None:
+        raise InvalidSettings("kv_cache_dtype", f"unknown kv cache dtype '{settings.kv_cache_dtype}'")
+    lora_dtype = (settings.lora_dtype or "auto").lower()
+    lora_b = dtype_b if lora_dtype == "auto" else DTYPE_BYTES.get(lora_dtype)
+    if lora_b is None:
+        raise InvalidSettings("lora_dtype", f"unknown lora dtype '{settings.lora_dtype}'")
+
+    # max_model_len: from the model config unless set.
+    derived_len = defaults.derived_max_model_len(geometry)
+    if settings.max_model_len is not None:
+        max_len = settings.max_model_len
+        reasons["max_model_len"] = "set"
+    elif derived_len is not None:
+        max_len = derived_len
+        reasons["max_model_len"] = "default: derived from the model config (max_position_embeddings, rope scaling)"
+    else:
+        raise InvalidSettings("max_model_len", "not set and the model config has no "
+                              "max_position_embeddings: pass --max-model-len")
+
+    batching = defaults.batching_defaults(
+        version=version, device=device, world_size=ws, usage=settings.usage_context,
+        gpu_memory_bytes=settings.gpu_memory_bytes, gpu_product=settings.gpu_product,
+        max_model_len=max_len, max_num_seqs=settings.max_num_seqs,
+        max_num_batched_tokens=settings.max_num_batched_tokens,
+        enable_chunked_prefill=settings.enable_chunked_prefill,
+        performance_mode=settings.performance_mode, notes=notes)
+    reasons.update(batching.reasons)
+
+    # LoRA: an absent --max-lora-rank is vLLM's default (16) on the command-line path.
+    rank = settings.max_lora_rank if settings.max_lora_rank is not None else defaults.MAX_LORA_RANK
+    reasons["max_lora_rank"] = "set" if settings.max_lora_rank is not None else \
+        f"default {defaults.MAX_LORA_RANK} (vLLM LoRAConfig.max_lora_rank)"
+    if settings.enable_lora and rank not in ALLOWED_LORA_RANKS:
+        notes.append(f"max_lora_rank {rank} is not one of vLLM's allowed ranks "
+                     f"{ALLOWED_LORA_RANKS}: vLLM refuses to start")
+    max_loras = settings.max_loras or defaults.MAX_LORAS
+    max_cpu_loras = settings.max_cpu_loras or max_loras
+    if settings.max_cpu_loras is not None and settings.max_cpu_loras < max_loras:
+        notes.append("max_cpu_loras < max_loras: vLLM refuses to start")
+
+    util = settings.gpu_memory_utilization or defaults.gpu_memory_utilization(version)
+    reasons["gpu_memory_utilization"] = "set" if settings.gpu_memory_utilization else \
+        f"default {util} for vLLM {version}"
+
+    cpu_kv, auto_sized = _cpu_kv_cache(settings, version, device, util, reasons, notes)
+    swap = _swap_space(settings, version, device, reasons)
+
+    return ResolvedSettings(
+        version=version, device=device, dtype=dtype, dtype_bytes=dtype_b,
+        kv_cache_dtype_bytes=kv_b, max_model_len=max_len,
+        max_num_seqs=batching.max_num_seqs, max_num_batched_tokens=batching.max_num_batched_tokens,
+        chunked_prefill=batching.chunked_prefill, enable_lora=settings.enable_lora,
+        max_lora_rank=rank, max_loras=max_loras, max_cpu_loras=max_cpu_loras,
+        lora_dtype_bytes=lora_b, tensor_parallel_size=settings.tensor_parallel_size,
+        pipeline_parallel_size=settings.pipeline_parallel_size, gpu_memory_utilization=util,
+        cpu_kv_cache_bytes=cpu_kv, kv_cache_auto_sized=auto_sized, swap_space_bytes=swap,
+        allocator=settings.allocator, reasons=reasons)
+
+
+def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device, util: float,
+                  reasons: dict[str, str], notes: list[str]) -> tuple[int | None, bool]:
+    """The CPU backend's KV cache in host memory (None on other devices)."""
+    if device != "cpu":
+        return None, False
+    if settings.kv_cache_memory_bytes is not None and version.at_least(0, 20):
+        reasons["cpu_kv_cache"] = "--kv-cache-memory-bytes"
+        return settings.kv_cache_memory_bytes, False
+    env = settings.cpu_kvcache_space_gib
+    if env is not None and env > 0:
+        reasons["cpu_kv_cache"] = f"VLLM_CPU_KVCACHE_SPACE={env:g} (GiB)"
+        return int(env * GiB), False
+    pinned = int(PINNED_CPU_KV_GIB_DEFAULT.value * GiB)
+    if not version.at_least(0, 13):
+        reasons["cpu_kv_cache"] = f"default 4 GiB (VLLM_CPU_KVCACHE_SPACE unset, vLLM {version} ≤ 0.12)"
+        return 4 * GiB, False
+    if not version.at_least(0, 20):
+        if settings.node_memory_bytes:
+            kv = settings.node_memory_bytes // 2
+            reasons["cpu_kv_cache"] = "default: half the NUMA node's memory (vLLM 0.13-0.19)"
+            notes.append("VLLM_CPU_KVCACHE_SPACE unset: vLLM 0.13-0.19 takes half the node's "
+                         "memory for the KV cache; pin it with VLLM_CPU_KVCACHE_SPACE")
+            return kv, True
+        reasons["cpu_kv_cache"] = f"assumed {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB: vLLM 0.13-0.19 takes half the node's memory"
+        notes.append("VLLM_CPU_KVCACHE_SPACE unset: vLLM 0.13-0.19 takes half the NUMA node's "
+                     f"memory, node size unknown; estimate assumes {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB "
+                     "as if pinned (set VLLM_CPU_KVCACHE_SPACE)")
+        return pinned, True
+    reasons["cpu_kv_cache"] = (f"assumed {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB: vLLM ≥ 0.20 sizes it as "
+                               f"ceil(memory × {util}) − RSS after warmup")
+    notes.append(f"VLLM_CPU_KVCACHE_SPACE unset: vLLM {version} fills {util:g} of the "
+                 + ("pod limit" if version.at_least(0, 26) else "node memory")
+                 + " with KV cache after warmup, so a LoRA prefill that comes later cannot fit; "
+                 f"estimate assumes {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB as if pinned "
+                 "(set VLLM_CPU_KVCACHE_SPACE)")
+    return pinned, True
+
+
+def _swap_space(settings: EngineSettings, version: VllmVersion, device: Device,
+                reasons: dict[str, str]) -> int:
+    """CPU swap space for preempted sequences: allocated by the V0 engine only."""
+    if version.at_least(0, 14):
+        reasons["swap_space"] = "no --swap-space in vLLM ≥ 0.14"
+        return 0
+    uses_v0 = not version.at_least(0, 8) or (device == "cpu" and not version.at_least(0, 10))
+    if not uses_v0 or device == "cpu":
+        reasons["swap_space"] = "not allocated by the V1 engine" if not uses_v0 else \
+            "CPU backend has no swap space"
+        return 0
+    gib = settings.swap_space_gib if settings.swap_space_gib is not None else defaults.SWAP_SPACE_GIB
+    reasons["swap_space"] = "set" if settings.swap_space_gib is not None else \
+        f"default {defaults.SWAP_SPACE_GIB} GiB per GPU (V0 engine)"
+    return int(gib * GiB) * settings.tensor_parallel_size

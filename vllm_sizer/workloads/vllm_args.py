@@ -1,0 +1,353 @@
+"""Read a vLLM command line (already split into argv) into EngineSettings, the way vLLM's
+FlexibleArgumentParser reads it. Bad values become diagnostics, never exceptions.
+
+Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py; ../shared/vllm-facts.md):
+- `_` becomes `-` in the key part only (`--max_num_batched_tokens=4k`).
+- token counts accept `4k` (4000) and `4K` (4096), also m/M, g/G.
+- booleans: `--X` / `--no-X`; newer versions also `--enable-X` / `--disable-X`.
+- short flags `-tp`, `-pp`, `-q`, `-O3` / `-O 3`.
+- `--config FILE` is expanded (two-token form only); `--config=FILE` is silently not loaded.
+- `vllm serve MODEL` takes the model positionally; the api_server module takes `--model`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from pydantic import ValidationError
+
+from ..estimator.settings import EngineSettings
+from ..estimator.versions import VllmVersion
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    severity: Severity
+    message: str
+    flag: str | None = None
+    raw: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.flag}={self.raw!r}: " if self.flag and self.raw is not None else \
+            (f"{self.flag}: " if self.flag else "")
+        return f"{where}{self.message}"
+
+
+Kind = Literal["tokens", "int", "float", "str", "bool", "list", "json"]
+
+# flag key (dashes) → (EngineSettings field, kind). Flags that do not change memory are
+# parsed only to consume their value correctly.
+FLAGS: dict[str, tuple[str | None, Kind]] = {
+    "model": ("model", "str"),
+    "dtype": ("dtype", "str"),
+    "quantization": ("quantization", "str"),
+    "kv-cache-dtype": ("kv_cache_dtype", "str"),
+    "max-model-len": ("max_model_len", "tokens"),
+    "max-num-seqs": ("max_num_seqs", "int"),
+    "max-num-batched-tokens": ("max_num_batched_tokens", "tokens"),
+    "enable-chunked-prefill": ("enable_chunked_prefill", "bool"),
+    "performance-mode": ("performance_mode", "str"),
+    "enable-lora": ("enable_lora", "bool"),
+    "max-lora-rank": ("max_lora_rank", "int"),
+    "max-loras": ("max_loras", "int"),
+    "max-cpu-loras": ("max_cpu_loras", "int"),
+    "lora-dtype": ("lora_dtype", "str"),
+    "fully-sharded-loras": ("fully_sharded_loras", "bool"),
+    "lora-modules": (None, "list"),
+    "tensor-parallel-size": ("tensor_parallel_size", "int"),
+    "pipeline-parallel-size": ("pipeline_parallel_size", "int"),
+    "data-parallel-size": ("data_parallel_size", "int"),
+    "gpu-memory-utilization": ("gpu_memory_utilization", "float"),
+    "cpu-offload-gb": ("cpu_offload_gb", "float"),
+    "swap-space": ("swap_space_gib", "float"),
+    "kv-cache-memory-bytes": ("kv_cache_memory_bytes", "tokens"),
+    "kv-cache-memory": ("kv_cache_memory_bytes", "tokens"),
+    "enforce-eager": ("enforce_eager", "bool"),
+    "mm-processor-cache-gb": ("mm_processor_cache_gb", "float"),
+    "device": ("device", "str"),
+    # value-taking flags that do not change memory: consumed, not used
+    "served-model-name": (None, "list"),
+    "host": (None, "str"), "port": (None, "str"), "uvicorn-log-level": (None, "str"),
+    "tokenizer": (None, "str"), "revision": (None, "str"), "download-dir": (None, "str"),
+    "api-key": (None, "str"), "chat-template": (None, "str"), "tool-call-parser": (None, "str"),
+    "block-size": (None, "int"), "seed": (None, "int"), "load-format": (None, "str"),
+    "distributed-executor-backend": (None, "str"), "compilation-config": (None, "json"),
+    "limit-mm-per-prompt": (None, "json"), "override-generation-config": (None, "json"),
+    "hf-overrides": (None, "json"), "speculative-config": (None, "json"),
+    "reasoning-parser": (None, "str"), "max-log-len": (None, "int"),
+    "trust-remote-code": (None, "bool"), "disable-log-requests": (None, "bool"),
+    "enable-prefix-caching": (None, "bool"), "enable-auto-tool-choice": (None, "bool"),
+    "disable-log-stats": (None, "bool"), "enable-log-requests": (None, "bool"),
+}
+SHORT = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "q": "quantization",
+         "dp": "data-parallel-size"}
+# `--disable-X` / `--enable-X` spellings vLLM's newer parser accepts for boolean X.
+API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"}
+_TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
+_SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
+MAX_TOKENS = 1 << 40  # larger token counts or byte sizes are absurd input, not configuration
+
+
+def parse_token_count(raw: str) -> int:
+    """'4k' → 4000, '4K' → 4096, '2048' → 2048. Raises ValueError on anything else."""
+    m = _TOKENS_RE.match(raw)
+    if not m:
+        raise ValueError("not a token count (digits with an optional k/K/m/M/g/G suffix)")
+    value = float(m[1]) * _SUFFIX[m[2]]
+    if value != int(value):
+        raise ValueError("not a whole number")
+    if value <= 0 or value > MAX_TOKENS:
+        raise ValueError("out of range")
+    return int(value)
+
+
+def _bool_text(raw: str) -> bool:
+    t = raw.strip().lower()
+    if t in ("true", "1", "yes"):
+        return True
+    if t in ("false", "0", "no"):
+        return False
+    raise ValueError("not a boolean")
+
+
+@dataclass
+class ParsedVllm:
+    """What one vLLM invocation sets, before defaults."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    lora_modules: list[str] = field(default_factory=list)
+    config_file: str | None = None
+    unknown_flags: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def to_settings(self, **facts: Any) -> tuple[EngineSettings | None, list[Diagnostic]]:
+        """EngineSettings from the parsed values plus facts from outside the command line
+        (device evidence, env, GPU size). Values vLLM would reject become diagnostics."""
+        data = {k: v for k, v in {**facts, **self.values}.items() if v is not None}
+        if self.model:
+            data["model"] = self.model
+        diags = list(self.diagnostics)
+        while True:
+            try:
+                return EngineSettings(**data), diags
+            except ValidationError as exc:
+                bad = {str(e["loc"][0]) for e in exc.errors() if e.get("loc")}
+                if not bad or not bad & set(data):
+                    diags.append(Diagnostic("error", f"settings rejected: {exc.errors()[0]['msg']}"))
+                    return None, diags
+                for key in bad & set(data):
+                    diags.append(Diagnostic("error", "value rejected, vLLM's default used instead",
+                                            flag="--" + key.replace("_", "-"), raw=str(data[key])))
+                    del data[key]
+
+
+def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
+                    config_loader: Callable[[str], dict[str, Any] | None] | None = None,
+                    positional_model: bool = True) -> ParsedVllm:
+    """Parse the flags of one vLLM invocation (the tokens after `vllm serve` or after the
+    api_server module). `config_loader` returns the YAML dict of a `--config FILE`, if known."""
+    out = ParsedVllm()
+    i = 0
+    n = len(args)
+    while i < n:
+        tok = str(args[i])
+        i += 1
+        if tok == "--":
+            continue
+        if not tok.startswith("-") or tok == "-":
+            if positional_model and out.model is None:
+                out.model = tok
+            else:
+                out.diagnostics.append(Diagnostic("warning", "unexpected positional argument",
+                                                  raw=tok))
+            continue
+        key, eq, inline = tok.lstrip("-").partition("=")
+        if tok.startswith("-") and not tok.startswith("--"):
+            if key.startswith("O") and key[1:].isdigit():  # -O3: compilation level
+                continue
+            if key == "O" or key.startswith("cc"):
+                if not eq and "." not in key and i < n and not str(args[i]).startswith("-"):
+                    i += 1
+                continue
+            if key not in SHORT:
+                out.unknown_flags.append(tok)
+                continue
+            key = SHORT[key]
+        key = key.replace("_", "-")
+        if key == "config":
+            if eq:
+                out.diagnostics.append(Diagnostic(
+                    "warning", "vLLM does not load --config=FILE (only the two-token form "
+                    "--config FILE): its contents are ignored", flag="--config", raw=inline))
+                continue
+            if i < n:
+                path = str(args[i])
+                i += 1
+                out.config_file = path
+                loaded = config_loader(path) if config_loader else None
+                if loaded is None:
+                    out.diagnostics.append(Diagnostic(
+                        "warning", "config file contents unknown: settings in it are not "
+                        "seen (inline them with the vllm-sizer.io/vllm-config annotation)",
+                        flag="--config", raw=path))
+                else:
+                    _apply_config_file(out, loaded)
+            continue
+        negated = False
+        spec = FLAGS.get(key)
+        if spec is None and key.startswith("no-") and FLAGS.get(key[3:], (None, ""))[1] == "bool":
+            key, negated, spec = key[3:], True, FLAGS[key[3:]]
+        if spec is None and key.startswith("disable-"):
+            alt = "enable-" + key[len("disable-"):]
+            base = key[len("disable-"):]
+            for cand in (alt, base):
+                if FLAGS.get(cand, (None, ""))[1] == "bool":
+                    key, negated, spec = cand, True, FLAGS[cand]
+                    break
+        if spec is None and key.startswith("enable-") and FLAGS.get(key[7:], (None, ""))[1] == "bool":
+            key, spec = key[7:], FLAGS[key[7:]]
+        if spec is None:
+            out.unknown_flags.append("--" + key)
+            # Consume a following value unless it is itself a flag.
+            if not eq and i < n and not str(args[i]).startswith("-"):
+                i += 1
+            continue
+        target, kind = spec
+        flag = "--" + key
+        if kind == "bool":
+            if eq:
+                try:
+                    value = _bool_text(inline)
+                except ValueError:
+                    out.diagnostics.append(Diagnostic("error", "not a boolean", flag, inline))
+                    continue
+                out.diagnostics.append(Diagnostic(
+                    "error", "vLLM ≥ 0.8.5 rejects a value on a boolean flag (use "
+                    f"{flag} or --no-{key}); the pod will not start", flag, inline))
+                if negated:
+                    value = not value
+            else:
+                value = not negated
+            if target:
+                out.values[target] = value
+            continue
+        if kind == "list":
+            items = [inline] if eq else []
+            while i < n and not str(args[i]).startswith("-"):
+                items.append(str(args[i]))
+                i += 1
+            if key == "lora-modules":
+                out.lora_modules.extend(items)
+            continue
+        if eq:
+            raw = inline
+        elif i < n:
+            raw = str(args[i])
+            i += 1
+        else:
+            out.diagnostics.append(Diagnostic("error", "flag has no value", flag))
+            continue
+        if target is None:
+            continue
+        try:
+            value = _convert(kind, raw)
+        except ValueError as exc:
+            out.diagnostics.append(Diagnostic("error", f"{exc}; vLLM's default used instead",
+                                              flag, raw))
+            continue
+        if target == "model":
+            if positional_model and out.model is None and version is not None \
+                    and version.at_least(0, 8, 5) and not version.at_least(0, 12):
+                out.diagnostics.append(Diagnostic(
+                    "error", f"`vllm serve --model X` is a startup error in vLLM {version} "
+                    "(pass the model positionally)", flag, raw))
+            if out.model is None:
+                out.model = value
+            continue
+        if target == "device":
+            value = value.lower()
+        out.values[target] = value
+    return out
+
+
+def _convert(kind: Kind, raw: str) -> Any:
+    if kind == "tokens":
+        return parse_token_count(raw)
+    if kind == "int":
+        try:
+            v = int(raw.strip())
+        except ValueError:
+            raise ValueError("not an integer") from None
+        if v <= 0 or v > MAX_TOKENS:
+            raise ValueError("out of range")
+        return v
+    if kind == "float":
+        try:
+            v = float(raw.strip())
+        except ValueError:
+            raise ValueError("not a number") from None
+        if not (v == v) or v < 0 or v > 1e6:  # NaN, negative, absurd
+            raise ValueError("out of range")
+        return v
+    return raw
+
+
+def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
+    """A `--config` YAML: keys like CLI flags (without dashes); the command line wins."""
+    for k, v in loaded.items():
+        key = str(k).replace("_", "-")
+        spec = FLAGS.get(key)
+        if not spec or not spec[0]:
+            continue
+        target, kind = spec
+        if target in out.values or (target == "model" and out.model):
+            continue
+        try:
+            if kind == "bool":
+                value = v if isinstance(v, bool) else _bool_text(str(v))
+            else:
+                value = _convert(kind, str(v))
+        except ValueError as exc:
+            out.diagnostics.append(Diagnostic("error", f"{exc} (in --config)", "--" + key, str(v)))
+            continue
+        if target == "model":
+            out.model = value
+        else:
+            out.values[target] = value
+
+
+def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
+    """Locate a vLLM invocation in an argv: returns (flags after it, model is positional)."""
+    for idx, tok in enumerate(argv):
+        base = str(tok).rsplit("/", 1)[-1]
+        if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == "serve":
+            return [str(a) for a in argv[idx + 2:]], True
+        if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] in API_SERVER_MODULES:
+            return [str(a) for a in argv[idx + 2:]], False
+        if str(tok).startswith("-m") and tok[2:] in API_SERVER_MODULES:
+            return [str(a) for a in argv[idx + 1:]], False
+    return None
+
+
+def env_settings(env: dict[str, str]) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Settings from literal environment values (VLLM_CPU_KVCACHE_SPACE, VLLM_TARGET_DEVICE)."""
+    values: dict[str, Any] = {}
+    diags: list[Diagnostic] = []
+    raw = env.get("VLLM_CPU_KVCACHE_SPACE")
+    if raw is not None and raw != "":
+        try:
+            gib = float(raw)
+            if not 0 <= gib <= 1e6:
+                raise ValueError
+            values["cpu_kvcache_space_gib"] = gib
+        except ValueError:
+            diags.append(Diagnostic("error", "not a number of GiB; vLLM's default used instead",
+                                    "VLLM_CPU_KVCACHE_SPACE", raw))
+    if env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu":
+        values["device"] = "cpu"
+    return values, diags
