@@ -41,6 +41,15 @@ QUANT_BYTES_PER_PARAM: dict[str, float] = {
 }
 
 
+# Hub configs list only non-default keys; these are the defaults of the config classes they
+# omit (transformers Gemma3TextConfig.__init__ defaults), so sparse configs read correctly.
+MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                    "vocab_size": 262208, "max_position_embeddings": 131072,
+                    "sliding_window_pattern": 6, "tie_word_embeddings": True},
+}
+
+
 class MoE(BaseModel, frozen=True):
     num_experts: int
     experts_per_token: int
@@ -113,6 +122,7 @@ class ModelGeometry(BaseModel, frozen=True):
         text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
         c: dict[str, Any] = {**top, **text} if text else top
         model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
+        c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 

@@ -1,0 +1,127 @@
+"""`vllm-sizer estimate [-o text|json] [--env K=V]... -- <vllm command line>`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..estimator import EstimatorError, build_report, lookup_model, ModelGeometry
+from ..estimator.report import MemoryReport
+from ..estimator.units import GiB
+from ..estimator.versions import VllmVersion
+from ..workloads.vllm_args import env_settings, find_invocation, parse_vllm_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    p = sub.add_parser("estimate", help="estimate a vLLM server's peak memory from its command line",
+                       description="Estimate the peak memory of `vllm serve ...` (after --).")
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    p.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="environment of the vLLM process, e.g. VLLM_CPU_KVCACHE_SPACE=4")
+    p.add_argument("--device", choices=["cpu", "cuda", "rocm", "other", "unknown"],
+                   help="backend (also read from --device in the command line)")
+    p.add_argument("--vllm-version", help="vLLM version whose defaults apply (default: latest known)")
+    p.add_argument("--gpu-memory", type=float, metavar="GiB",
+                   help="memory of one GPU; without it the device-side fit check is skipped")
+    p.add_argument("--model-config", type=Path, metavar="FILE",
+                   help="the model's config.json, for models not in the built-in catalog")
+    p.add_argument("--allocator", choices=["glibc", "tcmalloc", "unknown"], default="unknown",
+                   help="malloc of the vLLM process (vLLM's CPU images preload tcmalloc)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
+    p.set_defaults(func=run)
+
+
+def _fail(message: str) -> int:
+    print(f"vllm-sizer estimate: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    argv = [a for a in args.command if a != "--"] if args.command[:1] == ["--"] else args.command
+    if len(argv) == 1 and " " in argv[0]:
+        argv = shlex.split(argv[0])
+    if not argv:
+        return _fail("no vLLM command line given (e.g. -- vllm serve Qwen/Qwen3-0.6B --device cpu)")
+    env: dict[str, str] = {}
+    for item in args.env:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            return _fail(f"--env takes K=V, got {item!r}")
+        env[key] = value
+    found = find_invocation(argv)
+    flags, positional = found if found else (argv[2:] if argv[:2] == ["vllm", "serve"] else argv, True)
+    version = VllmVersion.parse(args.vllm_version) if args.vllm_version else None
+    parsed = parse_vllm_args(flags, version=version, positional_model=positional)
+    env_values, env_diags = env_settings(env)
+    facts: dict[str, Any] = {**env_values, "vllm_version": args.vllm_version,
+                             "allocator": args.allocator}
+    if args.device:
+        facts["device"] = args.device
+    if args.gpu_memory:
+        facts["gpu_memory_bytes"] = int(args.gpu_memory * GiB)
+    settings, diags = parsed.to_settings(**facts)
+    diags += env_diags
+    if settings is None:
+        return _fail("; ".join(str(d) for d in diags))
+    if args.device:
+        settings = settings.model_copy(update={"device": args.device})
+
+    try:
+        config = _model_config(args.model_config, settings.model)
+        report = build_report(ModelGeometry.from_hf_config(config), settings)
+    except EstimatorError as exc:
+        return _fail(str(exc))
+    except (OSError, ValueError) as exc:
+        return _fail(f"cannot read the model config: {exc}")
+    for d in diags:
+        report.notes.append(f"{d.severity}: {d}")
+    if parsed.unknown_flags:
+        report.notes.append("flags not read (no effect on memory assumed): "
+                            + " ".join(parsed.unknown_flags))
+    if args.output == "json":
+        print(json.dumps(report.model_dump(mode="json"), indent=2))
+    else:
+        print(render_text(report))
+    return 0
+
+
+def _model_config(path: Path | None, model: str | None) -> dict[str, Any]:
+    if path is not None:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"{path} is not a JSON object")
+        return data
+    if model is None:
+        model = "Qwen/Qwen3-0.6B"  # vLLM ModelConfig default model (0.11, 0.33)
+    entry = lookup_model(model)
+    if entry is None:
+        raise EstimatorError(
+            f"unknown model '{model}': pass its config.json with --model-config FILE")
+    return entry["config"]
+
+
+def render_text(report: MemoryReport) -> str:
+    r = report.resolved
+    lines = [
+        f"model: {report.model}  ({report.parameters / 1e9:.2f}B parameters)",
+        f"vLLM {r.version} on {r.device}: dtype {r.dtype}, max_model_len {r.max_model_len}, "
+        f"max_num_seqs {r.max_num_seqs}, max_num_batched_tokens {r.max_num_batched_tokens}"
+        + (f", LoRA rank {r.max_lora_rank} × {r.max_loras}" if r.enable_lora else ""),
+        "",
+        f"{'term':<24}{'GiB':>10}  enters",
+    ]
+    for t in report.terms:
+        lines.append(f"{t.name:<24}{t.bytes / GiB:>10.2f}  {t.enters}")
+    lines.append(f"{'TOTAL (host memory)':<24}{report.total_memory_bytes / GiB:>10.2f}")
+    if report.device_memory_bytes is not None:
+        fit = {True: "fits", False: "DOES NOT FIT", None: "fit not checked"}[report.device_fits]
+        lines.append(f"{'device memory per GPU':<24}{report.device_memory_bytes / GiB:>10.2f}  {fit}")
+    if report.notes:
+        lines.append("")
+        lines.append("notes:")
+        lines.extend(f"- {n}" for n in report.notes)
+    return "\n".join(lines)

@@ -1,0 +1,27 @@
+"""`vllm-sizer` dispatcher. Each subcommand lives in its own module and registers its parser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import estimate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vllm-sizer",
+        description="Size vLLM pods: peak memory from the vLLM command line.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    estimate.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
