@@ -1,0 +1,1 @@
+"""Kopf admission webhooks and watchers around the workloads + policy decision."""

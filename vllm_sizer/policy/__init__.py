@@ -1,0 +1,1 @@
+"""Decide allow / mutate / deny for a workload and its estimate, and word the message."""

@@ -1,0 +1,1 @@
+"""Read vLLM workloads out of Kubernetes objects: one typed Workload per vLLM container."""

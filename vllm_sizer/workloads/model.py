@@ -1,0 +1,55 @@
+"""The reader's output: one Workload per vLLM container, parsed once at the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from ..estimator.settings import EngineSettings
+from .vllm_args import Diagnostic
+
+# Annotation keys read from the workload's own metadata.
+ANNOTATION_MODEL_CONFIG = "vllm-sizer.io/model-config"  # inline config.json (JSON)
+ANNOTATION_VLLM_CONFIG = "vllm-sizer.io/vllm-config"  # contents of a --config YAML file
+ANNOTATION_MODE = "vllm-sizer.io/mode"
+ANNOTATION_HEADROOM = "vllm-sizer.io/headroom"
+ANNOTATION_SKIP = "vllm-sizer.io/skip"
+
+ModelConfigSource = Literal["annotation", "catalog", "resolver", "none"]
+
+
+@dataclass
+class Workload:
+    """One vLLM container of one object, with everything sizing needs."""
+
+    kind: str
+    api_version: str
+    namespace: str | None
+    name: str
+    container: str
+    # JSON pointer of the container inside the object (e.g. /spec/template/spec/containers/0),
+    # or of the KServe model spec (/spec/predictor/model); patches are made against it.
+    container_path: str
+    settings: EngineSettings | None  # None when the command line could not be read at all
+    model: str | None
+    model_config: dict[str, Any] | None
+    model_config_source: ModelConfigSource
+    image: str | None
+    # Effective memory limit / request as the pod will get them (KServe runtime merge applied).
+    limit_bytes: int | None
+    request_bytes: int | None
+    # Where limits/requests would be written for this container (JSON pointer of `resources`).
+    resources_path: str
+    env: dict[str, str] = field(default_factory=dict)  # literal env values only
+    annotations: dict[str, str] = field(default_factory=dict)  # the object's own
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    skip_reason: str | None = None  # owned by a controller, skip annotation, ...
+
+
+@dataclass
+class ReadContext:
+    """What the caller knows beyond the object: runtimes, ConfigMaps, model resolver."""
+
+    serving_runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → object
+    cluster_serving_runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model_resolver: Callable[[str], dict[str, Any] | None] | None = None
