@@ -60,11 +60,50 @@ def test_v0_default_is_max_of_len_and_2048():
     assert r.max_num_batched_tokens == 8192 and r.max_num_seqs == 256
 
 
-def test_throughput_mode_doubles_unset_defaults_from_018():
-    r, _ = resolved(device="cpu", vllm_version="0.18.0", performance_mode="throughput")
-    assert (r.max_num_batched_tokens, r.max_num_seqs) == (4096, 256)
+def test_throughput_mode_doubles_unset_defaults_from_017():
     r, _ = resolved(device="cpu", vllm_version="0.17.0", performance_mode="throughput")
+    assert (r.max_num_batched_tokens, r.max_num_seqs) == (4096, 256)
+    r, _ = resolved(device="cpu", vllm_version="0.16.0", performance_mode="throughput")
     assert r.max_num_batched_tokens == 2048
+    r, _ = resolved(device="cpu", vllm_version="0.17.0", performance_mode="throughput",
+                    max_num_batched_tokens=1000)
+    assert (r.max_num_batched_tokens, r.max_num_seqs) == (1000, 256)
+
+
+def test_unset_seqs_clamped_to_token_budget_from_0102():
+    r, _ = resolved(device="cpu", vllm_version="0.10.2", max_num_batched_tokens=64)
+    assert r.max_num_seqs == 64
+    r, _ = resolved(device="cpu", vllm_version="0.10.2", max_num_batched_tokens=64, max_num_seqs=100)
+    assert r.max_num_seqs == 100
+
+
+def test_old_cpu_versions():
+    r, _ = resolved(device="cpu", vllm_version="0.8.5", max_model_len=8192)  # V0 on CPU
+    assert (r.max_num_batched_tokens, r.max_num_seqs, r.chunked_prefill) == (8192, 256, False)
+    r, _ = resolved(device="cpu", vllm_version="0.9.2", node_memory_bytes=128 * GiB)
+    assert (r.max_num_batched_tokens, r.max_num_seqs) == (8192, 1024)  # host RAM as device memory
+    r, _ = resolved(device="cpu", vllm_version="0.10.0")
+    assert (r.max_num_batched_tokens, r.max_num_seqs) == (2048, 256)
+
+
+def test_swap_space_only_for_v0_gpu():
+    assert resolved(device="cuda", vllm_version="0.6.6")[0].swap_space_bytes == 4 * GiB
+    assert resolved(device="cuda", vllm_version="0.11.0")[0].swap_space_bytes == 0
+    assert resolved(device="cuda", vllm_version="0.6.6", swap_space_gib=1,
+                    tensor_parallel_size=2)[0].swap_space_bytes == 2 * GiB
+
+
+def test_cpu_kv_env_zero_and_flag_precedence():
+    r, notes = resolved(device="cpu", vllm_version="0.11.0", cpu_kvcache_space_gib=0)
+    assert r.cpu_kv_cache_bytes == 0 and any("refuses to start" in n for n in notes)
+    assert resolved(device="cpu", vllm_version="0.9.2", cpu_kvcache_space_gib=0)[0].cpu_kv_cache_bytes == 4 * GiB
+    r, _ = resolved(device="cpu", vllm_version="0.20.0", kv_cache_memory_bytes=3 * GiB)
+    assert r.cpu_kv_cache_bytes == 3 * GiB and not r.kv_cache_auto_sized
+    r, _ = resolved(device="cpu", vllm_version="0.20.0", kv_cache_memory_bytes=3 * GiB,
+                    cpu_kvcache_space_gib=5)
+    assert r.cpu_kv_cache_bytes == 5 * GiB  # the env overrides the flag from 0.20
+    r, _ = resolved(device="cpu", vllm_version="0.15.0", kv_cache_memory_bytes=3 * GiB)
+    assert r.kv_cache_auto_sized  # ignored on CPU in 0.10.2-0.19
 
 
 def test_set_values_win_and_reasons_say_so():
@@ -79,6 +118,7 @@ def test_set_values_win_and_reasons_say_so():
     ("0.15.0", None, None, 4, True),
     ("0.21.0", None, None, 4, True),
     ("0.26.0", 2, None, 2, False),
+    ("0.26.0", 2.7, None, 2, False),  # vLLM reads whole GiB with int()
 ])
 def test_cpu_kv_cache_by_version(version, env, node, kv_gib, auto):
     r, notes = resolved(device="cpu", vllm_version=version, cpu_kvcache_space_gib=env,
@@ -88,10 +128,10 @@ def test_cpu_kv_cache_by_version(version, env, node, kv_gib, auto):
     assert any("VLLM_CPU_KVCACHE_SPACE unset" in n for n in notes) is auto
 
 
-def test_kv_auto_sized_note_names_pod_limit_from_026():
-    _, notes = resolved(device="cpu", vllm_version="0.26.0")
+def test_kv_auto_sized_note_names_pod_limit_from_024():
+    _, notes = resolved(device="cpu", vllm_version="0.24.0")
     assert any("pod limit" in n for n in notes)
-    _, notes = resolved(device="cpu", vllm_version="0.21.0")
+    _, notes = resolved(device="cpu", vllm_version="0.23.0")
     assert any("node memory" in n for n in notes)
 
 
@@ -141,8 +181,12 @@ def test_kv_too_small_for_max_model_len_is_noted():
     assert any("vLLM refuses to start" in n for n in r.notes)
 
 
-def test_float32_checkpoint_on_cpu_doubles_weights():
+def test_dtype_auto_and_explicit_float32():
     g32 = ModelGeometry.from_hf_config(dict(QWEN3_0_6B, torch_dtype="float32"))
-    r32 = build_report(g32, EngineSettings(device="cpu", vllm_version="0.11.0", max_model_len=4096))
-    r16 = build_report(GEO, EngineSettings(device="cpu", vllm_version="0.11.0", max_model_len=4096))
-    assert r32.weights_bytes == 2 * r16.weights_bytes
+    auto = build_report(g32, EngineSettings(device="cpu", vllm_version="0.11.0", max_model_len=4096))
+    assert auto.resolved.dtype == "bfloat16"  # float32 checkpoints are served in bf16 (≥ 0.9.2)
+    assert build_report(g32, EngineSettings(device="cpu", vllm_version="0.6.6",
+                                            max_model_len=4096)).resolved.dtype == "float16"
+    f32 = build_report(GEO, EngineSettings(device="cpu", vllm_version="0.11.0", max_model_len=4096,
+                                           dtype="float32"))
+    assert f32.weights_bytes == 2 * auto.weights_bytes

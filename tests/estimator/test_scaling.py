@@ -61,7 +61,7 @@ def test_wider_model_scales_by_widest_projection_and_says_so():
 
 
 def test_logits_gather_scales_with_max_num_seqs_and_counts_as_max_not_sum():
-    r = cpu(max_num_batched_tokens=512, max_model_len=4096, max_num_seqs=128)
+    r = cpu(max_num_batched_tokens=512, max_model_len=4096, max_num_seqs=128, vllm_version="0.16.0")
     assert r.lora_logits_scratch_bytes == 2 * 128 * 151936 * 256
     assert r.lora_logits_scratch_bytes / GiB == pytest.approx(9.27, abs=0.01)
     transients = max(r.lora_logits_scratch_bytes, r.lora_prefill_scratch_bytes)
@@ -76,3 +76,15 @@ def test_cuda_has_no_cpu_lora_terms():
     assert r.lora_prefill_scratch_bytes == 0 and r.lora_logits_scratch_bytes == 0
     assert r.lora_adapter_bytes > 0
     assert r.device_memory_bytes is not None
+
+
+def test_lm_head_lora_depends_on_model_and_version():
+    old = cpu(max_num_batched_tokens=512, max_model_len=4096, vllm_version="0.15.0")
+    new = cpu(max_num_batched_tokens=512, max_model_len=4096, vllm_version="0.16.0")
+    assert old.lora_logits_scratch_bytes == 0 and any("no lm_head LoRA" in n for n in old.notes)
+    assert new.lora_logits_scratch_bytes == 2 * 151936 * 256
+    assert new.lora_adapter_bytes > old.lora_adapter_bytes
+    llama = ModelGeometry.from_hf_config(dict(QWEN3_0_6B, model_type="llama"))
+    r = build_report(llama, EngineSettings(device="cpu", vllm_version="0.11.0", enable_lora=True,
+                                           max_lora_rank=64, max_num_seqs=4, max_model_len=4096))
+    assert r.lora_logits_scratch_bytes == 2 * 4 * 151936 * 64

@@ -17,7 +17,7 @@ from . import constants as C
 from .errors import InvalidSettings
 from .geometry import ModelGeometry
 from .lora import (calculate_lora_adapter_memory, calculate_lora_logits_scratch,
-                   calculate_lora_prefill_scratch_bytes)
+                   calculate_lora_prefill_scratch_bytes, has_vocab_lora)
 from .report import MemoryReport, Term
 from .settings import EngineSettings, ResolvedSettings, resolve_settings
 from .units import GiB
@@ -76,17 +76,22 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
     adapter_host = adapter_dev = scratch = logits = 0
     scratch_case = None
     if r.enable_lora:
+        vocab_lora = has_vocab_lora(geometry, r.version)
         adapter_host, adapter_dev = calculate_lora_adapter_memory(
             geometry, r.max_lora_rank, r.lora_dtype_bytes, r.max_loras, r.max_cpu_loras,
-            r.device, r.tensor_parallel_size)
+            r.device, r.tensor_parallel_size, vocab_lora)
         if cpu:
             est = calculate_lora_prefill_scratch_bytes(
                 geometry, r.max_lora_rank, tokens, r.lora_dtype_bytes, r.allocator,
                 r.tensor_parallel_size, workers=ws, fully_sharded=settings.fully_sharded_loras)
             scratch, scratch_case = est.bytes, est.case
             notes.extend(est.notes)
-            logits = calculate_lora_logits_scratch(geometry, r.max_lora_rank,
-                                                   r.lora_dtype_bytes, r.max_num_seqs)
+            if vocab_lora:
+                logits = calculate_lora_logits_scratch(geometry, r.max_lora_rank,
+                                                       r.lora_dtype_bytes, r.max_num_seqs)
+            else:
+                notes.append(f"no lm_head LoRA for {geometry.model_type or 'this model'} in vLLM "
+                             f"{r.version}: no logits gather")
             notes.append(_lora_timing_note(r))
 
     if cpu:
@@ -157,16 +162,21 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
 
 
 def _lora_timing_note(r: ResolvedSettings) -> str:
+    """When the CPU LoRA scratch first appears (docs/research/vllm-defaults.md §7)."""
     v = r.version
     if v.at_least(0, 27):
-        when = "vLLM ≥ 0.27 skips CPU warmup with LoRA on: the scratch arrives at the first long LoRA request"
-    elif v.at_least(0, 12):
-        when = "vLLM 0.12+ warms up without LoRA: the scratch arrives at the first long LoRA request"
-    elif v.at_least(0, 10):
-        when = "vLLM 0.10-0.11 warm up with dummy LoRAs on a few tokens: the full scratch comes with the first long request"
-    else:
-        when = "the scratch arrives with the first LoRA prefill of max_num_batched_tokens tokens"
-    return when
+        return ("vLLM ≥ 0.27 skips CPU warmup when LoRA forces compilation mode NONE: the scratch "
+                "arrives at the first long LoRA request")
+    if v.at_least(0, 20):
+        return ("vLLM 0.20-0.26 warm up with a profile run of max_num_batched_tokens with LoRA "
+                "inactive: the scratch arrives at the first long LoRA request")
+    if v.at_least(0, 12):
+        return ("vLLM 0.12-0.19 warm up on a few tokens without LoRA: the scratch arrives at the "
+                "first long LoRA request")
+    if v.at_least(0, 10):
+        return ("vLLM 0.10-0.11 warm up with dummy LoRAs on max(16, max_num_seqs) tokens: the "
+                "full scratch comes with the first long request")
+    return "the scratch arrives with the first LoRA prefill of max_num_batched_tokens tokens"
 
 
 def _device_side(g: ModelGeometry, r: ResolvedSettings, settings: EngineSettings, weights: int,

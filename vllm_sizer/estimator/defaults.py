@@ -34,39 +34,53 @@ class Batching(BaseModel):
     reasons: dict[str, str]
 
 
+def _tier_table(version: VllmVersion, usage: str, memory_bytes: int | None,
+                gpu_product: str | None, notes: list[str], what: str) -> tuple[int, int, str]:
+    """GPU tiers of EngineArgs defaults (docs/research/vllm-defaults.md §1b):
+    ≥160 GiB (0.28+) 16384/16384, 1024; ≥70 GiB (not A100 from 0.9.2) API 8192 / LLM 16384,
+    1024; otherwise API 2048 / LLM 8192, 256."""
+    i = 0 if usage == "api_server" else 1
+    if memory_bytes is None:
+        if what == "GPU":
+            notes.append("GPU memory size unknown: vLLM's default batch limits for GPUs under "
+                         "70 GiB used (larger GPUs default to 8192 batched tokens on the API server)")
+        return (2048, 8192)[i], 256, f"{what} default (memory unknown, < 70 GiB assumed)"
+    gib = memory_bytes / GiB
+    a100 = "a100" in (gpu_product or "").lower() and version.at_least(0, 9, 2)
+    if gib >= 160 and version.at_least(0, 28):
+        return (16384, 16384)[i], 1024, f"{what} ≥ 160 GiB default (vLLM ≥ 0.28)"
+    if gib >= 70 and not a100:
+        return (8192, 16384)[i], 1024, f"{what} ≥ 70 GiB (not A100) default"
+    return (2048, 8192)[i], 256, f"{what} < 70 GiB default"
+
+
 def _default_table(version: VllmVersion, device: str, world_size: int, usage: str,
                    gpu_memory_bytes: int | None, gpu_product: str | None,
-                   notes: list[str]) -> tuple[int, int, str]:
-    """(max_num_batched_tokens, max_num_seqs, why) for vLLM 0.10.2+ V1 defaults
-    (EngineArgs.get_batch_defaults): index 0 = API server, 1 = LLM class."""
+                   node_memory_bytes: int | None, notes: list[str]) -> tuple[int, int, str]:
+    """(max_num_batched_tokens, max_num_seqs, why) for V1-engine defaults (0.8.5+)."""
     i = 0 if usage == "api_server" else 1
     if device == "cpu":
-        tokens = (2048, 4096)[i] * world_size
-        seqs = (128, 256)[i] * world_size
-        return tokens, seqs, f"CPU default for world size {world_size}"
-    if gpu_memory_bytes is None:
-        if device in ("cuda", "rocm"):
-            notes.append("GPU memory size unknown: vLLM's default batch limits for GPUs under "
-                         "70 GiB used (larger GPUs default to 8192/16384 batched tokens)")
-        return (2048, 8192)[i], 256, "GPU default (GPU memory unknown, < 70 GiB assumed)"
-    gib = gpu_memory_bytes / GiB
-    a100 = "a100" in (gpu_product or "").lower()
-    if gib >= 160 and version.at_least(0, 28):
-        return (16384, 16384)[i], 1024, "GPU ≥ 160 GiB default (vLLM ≥ 0.28)"
-    if gib >= 70 and not a100:
-        return (8192, 16384)[i], 1024, "GPU ≥ 70 GiB (not A100) default"
-    return (2048, 8192)[i], 256, "GPU < 70 GiB default"
+        if version.at_least(0, 10, 1):  # CPU table, ws = tp·pp (0.10.1:arg_utils.py:1678)
+            return ((2048, 4096)[i] * world_size, (128, 256)[i] * world_size,
+                    f"CPU default for world size {world_size}")
+        if version.at_least(0, 10):  # 0.10.0: device memory = the KV space → small tier
+            return (2048, 8192)[i], 256, "CPU in vLLM 0.10.0: GPU small tier"
+        # 0.9.x: GPU tiers with host RAM as "device memory" (0.9.2:platforms/cpu.py:76-77)
+        return _tier_table(version, usage, node_memory_bytes, None, notes, "CPU host RAM")
+    return _tier_table(version, usage, gpu_memory_bytes, gpu_product, notes, "GPU")
 
 
 def batching_defaults(*, version: VllmVersion, device: str, world_size: int, usage: str,
                       gpu_memory_bytes: int | None, gpu_product: str | None, max_model_len: int,
                       max_num_seqs: int | None, max_num_batched_tokens: int | None,
                       enable_chunked_prefill: bool | None, performance_mode: str | None,
-                      notes: list[str]) -> Batching:
+                      notes: list[str], node_memory_bytes: int | None = None) -> Batching:
     reasons: dict[str, str] = {}
-    # Chunked prefill: V0 (< 0.8) off unless set; 0.8.5-0.11 V1 forces it on; 0.12+ on by
-    # default and may be turned off.
-    if not version.at_least(0, 8):
+    # V0 engine: vLLM < 0.8.5, and the CPU backend until 0.9.2 (no supports_v1 in 0.8.5).
+    v0 = not version.at_least(0, 8, 5) or (device == "cpu" and not version.at_least(0, 9, 2))
+    # Chunked prefill: V0 off unless set; V1 0.8.5-0.11 forces it on (non-pooling models);
+    # 0.12+ on by default and may be turned off.
+    if v0:
         chunked = bool(enable_chunked_prefill)
         reasons["chunked_prefill"] = "set" if enable_chunked_prefill is not None else "V0 default off"
     elif not version.at_least(0, 12):
@@ -78,40 +92,49 @@ def batching_defaults(*, version: VllmVersion, device: str, world_size: int, usa
         chunked = enable_chunked_prefill is not False
         reasons["chunked_prefill"] = "set" if enable_chunked_prefill is not None else "default on"
 
-    if not version.at_least(0, 10, 2):
-        # V0 (0.6.6): max_num_seqs 256; batched tokens max(max_model_len, 2048), or 2048 with
-        # chunked prefill. The 0.8.5-0.10.1 V1 API server also used 2048 / 256.
+    if v0:
+        # V0 (0.6.6 config.py:1427-1442): 256 sequences; max(max_model_len, 2048) tokens, or
+        # 2048 with chunked prefill.
         d_seqs = 256
-        if version.at_least(0, 8):
-            d_tokens, why = 2048, "V1 default 2048 (vLLM 0.8.5-0.10.1)"
-        elif chunked:
+        if chunked:
             d_tokens, why = 2048, "V0 default with chunked prefill"
         else:
             d_tokens, why = max(max_model_len, 2048), "V0 default max(max_model_len, 2048)"
     else:
         d_tokens, d_seqs, why = _default_table(version, device, world_size, usage,
-                                               gpu_memory_bytes, gpu_product, notes)
+                                               gpu_memory_bytes, gpu_product,
+                                               node_memory_bytes, notes)
 
-    if performance_mode == "throughput" and version.at_least(0, 18):
+    if performance_mode == "throughput" and version.at_least(0, 17):
         d_tokens, d_seqs = d_tokens * 2, d_seqs * 2
         why += ", doubled by --performance-mode throughput"
 
-    seqs = max_num_seqs if max_num_seqs is not None else d_seqs
-    reasons["max_num_seqs"] = "set" if max_num_seqs is not None else f"default {d_seqs} ({why})"
     if max_num_batched_tokens is not None:
         tokens = max_num_batched_tokens
         reasons["max_num_batched_tokens"] = "set"
     else:
         tokens = d_tokens
         reason = f"default {d_tokens} ({why})"
-        if version.at_least(0, 12):
-            if tokens > seqs * max_model_len:
-                tokens = seqs * max_model_len
-                reason += f", clamped to max_num_seqs × max_model_len = {tokens}"
+        if version.at_least(0, 12):  # 0.12.0:arg_utils.py:1993-2006
+            seqs_for_clamp = max_num_seqs if max_num_seqs is not None else d_seqs
             if not chunked and tokens < max_model_len:
                 tokens = max_model_len
                 reason += ", raised to max_model_len (chunked prefill off)"
+            if tokens > seqs_for_clamp * max_model_len:
+                tokens = seqs_for_clamp * max_model_len
+                reason += f", clamped to max_num_seqs × max_model_len = {tokens}"
+        elif not v0 and not chunked:
+            tokens = max_model_len
         reasons["max_num_batched_tokens"] = reason
+    if max_num_seqs is not None:
+        seqs = max_num_seqs
+        reasons["max_num_seqs"] = "set"
+    else:
+        seqs = d_seqs
+        reasons["max_num_seqs"] = f"default {d_seqs} ({why})"
+        if version.at_least(0, 10, 2) and seqs > tokens:  # 0.10.2:arg_utils.py:1742
+            seqs = tokens
+            reasons["max_num_seqs"] += f", clamped to max_num_batched_tokens = {tokens}"
     if not chunked and tokens < max_model_len:
         notes.append(f"max_num_batched_tokens {tokens} < max_model_len {max_model_len} with "
                      "chunked prefill off: vLLM refuses to start")

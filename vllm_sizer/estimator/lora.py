@@ -31,6 +31,7 @@ from importlib import resources
 from .constants import SCRATCH_EXTRAPOLATION_MARGIN
 from .geometry import ModelGeometry
 from .units import GiB
+from .versions import VllmVersion
 
 
 # ---------------------------------------------------------------------------- mechanism
@@ -61,15 +62,28 @@ def widest_lora_projection(geometry: ModelGeometry) -> int:
 
 # ---------------------------------------------------------------------------- storage
 
+def has_vocab_lora(geometry: ModelGeometry, version: VllmVersion) -> bool:
+    """Whether vLLM wraps lm_head / embed_tokens for LoRA: only models whose class declares
+    them in `embedding_modules` (vllm/lora/model_manager.py): Llama-family in every version,
+    Qwen3 from 0.16 (0.16.0:models/qwen3.py:274), Qwen2 never (0.33). Other architectures are
+    assumed to have it (the larger estimate)."""
+    mt = geometry.model_type
+    if mt in ("qwen2", "qwen2_moe"):
+        return False
+    if mt.startswith("qwen3"):
+        return version.at_least(0, 16)
+    return True
+
+
 def adapter_slot_bytes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
-                       tensor_parallel: int = 1) -> int:
+                       tensor_parallel: int = 1, vocab_lora: bool = True) -> int:
     """One adapter slot over all workers: per wrapped linear, A [R, in] per output slice and
     B [out, R] per slice (vllm/lora/layers *_stacked buffers), plus lm_head and embedding
     LoRA buffers ([vocab, R] each). Upper bound for an adapter: assumes all modules at rank R."""
     per_layer = 0
     for s in geometry.lora_linear_shapes():
         per_layer += len(s.out_slices) * rank * s.in_features + sum(s.out_slices) * rank
-    vocab_terms = 2 * (geometry.vocab_size * rank + geometry.hidden_size * rank)
+    vocab_terms = 2 * (geometry.vocab_size * rank + geometry.hidden_size * rank) if vocab_lora else 0
     # Column-parallel A buffers are replicated on every TP rank; count them once per rank.
     replicated_a = 0
     if tensor_parallel > 1:
@@ -82,11 +96,11 @@ def adapter_slot_bytes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: flo
 
 def calculate_lora_adapter_memory(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
                                   max_loras: int, max_cpu_loras: int, device: str,
-                                  tensor_parallel: int = 1) -> tuple[int, int]:
+                                  tensor_parallel: int = 1, vocab_lora: bool = True) -> tuple[int, int]:
     """(host bytes, device bytes) of adapter storage: the GPU-side stacked buffers hold
     max_loras slots; the host LRU cache holds max_cpu_loras loaded adapters. On CPU both are
     host memory."""
-    slot = adapter_slot_bytes(geometry, rank, lora_dtype_bytes, tensor_parallel)
+    slot = adapter_slot_bytes(geometry, rank, lora_dtype_bytes, tensor_parallel, vocab_lora)
     cache = max_cpu_loras * slot
     stacked = max_loras * slot
     if device == "cpu":
@@ -119,8 +133,11 @@ class CalibrationRow:
     @property
     def scratch_bytes(self) -> float:
         """The prefill scratch alone: the on−off difference minus the adapter storage the
-        LoRA-on run also held (one stacked slot and one cached adapter)."""
-        storage = 2 * adapter_slot_bytes(self.geometry, self.rank, self.lora_dtype_bytes)
+        LoRA-on run also held (one stacked slot and one cached adapter). lm_head/embedding LoRA
+        buffers are not subtracted (whether the run had them depends on its vLLM version):
+        the scratch keeps them, the larger reading."""
+        storage = 2 * adapter_slot_bytes(self.geometry, self.rank, self.lora_dtype_bytes,
+                                         vocab_lora=False)
         return max(self.difference_bytes - storage, 0)
 
     @property

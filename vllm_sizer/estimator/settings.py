@@ -131,16 +131,14 @@ def _dtype_name(settings: EngineSettings, geometry: ModelGeometry, device: Devic
         reasons["dtype"] = "set"
         return d
     config_dtype = (geometry.torch_dtype or "").lower().replace("torch.", "")
-    if config_dtype in ("", "float32"):
-        # vLLM _get_and_verify_dtype: a float32 checkpoint is served in bfloat16/float16 on
-        # GPU; on CPU float32 stays float32 unless the user asks otherwise.
-        chosen = "float32" if device == "cpu" and config_dtype == "float32" else "bfloat16"
+    if config_dtype in ("", "float32", "float"):
+        # ModelConfig dtype "auto": a float32 (or unspecified) checkpoint is served in bfloat16
+        # from 0.9.2 (0.33.0:config/model.py:2441-2445), float16 before.
+        chosen = "bfloat16" if VllmVersion.parse(settings.vllm_version).at_least(0, 9, 2) else "float16"
         reasons["dtype"] = f"auto: config torch_dtype '{config_dtype or 'unset'}' → {chosen}"
         return chosen
-    if device == "cpu" and config_dtype == "float16":
-        # vLLM CPU platform: float16 is converted to bfloat16 where supported.
-        reasons["dtype"] = "auto: config float16 → bfloat16 on the CPU backend"
-        return "bfloat16"
+    if config_dtype not in DTYPE_BYTES:
+        raise InvalidSettings("dtype", f"model config torch_dtype '{config_dtype}' is not a known dtype")
     reasons["dtype"] = f"auto: config torch_dtype {config_dtype}"
     return config_dtype
 
@@ -188,7 +186,8 @@ def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
         max_model_len=max_len, max_num_seqs=settings.max_num_seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
         enable_chunked_prefill=settings.enable_chunked_prefill,
-        performance_mode=settings.performance_mode, notes=notes)
+        performance_mode=settings.performance_mode, notes=notes,
+        node_memory_bytes=settings.node_memory_bytes)
     reasons.update(batching.reasons)
 
     # LoRA: an absent --max-lora-rank is vLLM's default (16) on the command-line path.
@@ -227,13 +226,20 @@ def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device
     """The CPU backend's KV cache in host memory (None on other devices)."""
     if device != "cpu":
         return None, False
+    env = settings.cpu_kvcache_space_gib
+    if env is not None:
+        gib = int(env)  # vLLM reads it with int(): whole GiB
+        if gib == 0 and not version.at_least(0, 10, 1):
+            reasons["cpu_kv_cache"] = "VLLM_CPU_KVCACHE_SPACE=0 means the 4 GiB default (vLLM ≤ 0.9.2)"
+            return 4 * GiB, False
+        if gib == 0:
+            notes.append("VLLM_CPU_KVCACHE_SPACE=0 gives no KV cache from vLLM 0.10.1: vLLM refuses to start")
+        reasons["cpu_kv_cache"] = f"VLLM_CPU_KVCACHE_SPACE={gib} (GiB)"
+        return gib * GiB, False
     if settings.kv_cache_memory_bytes is not None and version.at_least(0, 20):
+        # ignored on CPU in 0.10.2-0.19 (cpu_worker.py); honoured from 0.20, the env wins.
         reasons["cpu_kv_cache"] = "--kv-cache-memory-bytes"
         return settings.kv_cache_memory_bytes, False
-    env = settings.cpu_kvcache_space_gib
-    if env is not None and env > 0:
-        reasons["cpu_kv_cache"] = f"VLLM_CPU_KVCACHE_SPACE={env:g} (GiB)"
-        return int(env * GiB), False
     pinned = int(PINNED_CPU_KV_GIB_DEFAULT.value * GiB)
     if not version.at_least(0, 13):
         reasons["cpu_kv_cache"] = f"default 4 GiB (VLLM_CPU_KVCACHE_SPACE unset, vLLM {version} ≤ 0.12)"
@@ -253,7 +259,7 @@ def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device
     reasons["cpu_kv_cache"] = (f"assumed {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB: vLLM ≥ 0.20 sizes it as "
                                f"ceil(memory × {util}) − RSS after warmup")
     notes.append(f"VLLM_CPU_KVCACHE_SPACE unset: vLLM {version} fills {util:g} of the "
-                 + ("pod limit" if version.at_least(0, 26) else "node memory")
+                 + ("pod limit" if version.at_least(0, 24) else "node memory")
                  + " with KV cache after warmup, so a LoRA prefill that comes later cannot fit; "
                  f"estimate assumes {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB as if pinned "
                  "(set VLLM_CPU_KVCACHE_SPACE)")
@@ -262,14 +268,13 @@ def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device
 
 def _swap_space(settings: EngineSettings, version: VllmVersion, device: Device,
                 reasons: dict[str, str]) -> int:
-    """CPU swap space for preempted sequences: allocated by the V0 engine only."""
-    if version.at_least(0, 14):
-        reasons["swap_space"] = "no --swap-space in vLLM ≥ 0.14"
+    """CPU swap space for preempted sequences: allocated by the V0 GPU engine only (< 0.8.5);
+    the V1 engine never reads it and the flag is gone from 0.18."""
+    if version.at_least(0, 18):
+        reasons["swap_space"] = "no --swap-space in vLLM ≥ 0.18"
         return 0
-    uses_v0 = not version.at_least(0, 8) or (device == "cpu" and not version.at_least(0, 10))
-    if not uses_v0 or device == "cpu":
-        reasons["swap_space"] = "not allocated by the V1 engine" if not uses_v0 else \
-            "CPU backend has no swap space"
+    if version.at_least(0, 8, 5) or device == "cpu":
+        reasons["swap_space"] = "not allocated (V1 engine / CPU backend)"
         return 0
     gib = settings.swap_space_gib if settings.swap_space_gib is not None else defaults.SWAP_SPACE_GIB
     reasons["swap_space"] = "set" if settings.swap_space_gib is not None else \

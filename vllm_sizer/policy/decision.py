@@ -1,0 +1,152 @@
+"""The one decision: a workload + its estimate + policy → allow / mutate / deny / skip / unknown.
+
+Pure: no I/O. The webhook and `vllm-sizer check` both call `review_object` (review.py), which
+calls `decide_container` here for each vLLM container; messages are worded in messages.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..estimator import EngineSettings, ModelGeometry
+from ..estimator.report import MemoryReport
+from ..workloads.model import Workload
+from . import messages
+from .settings import Mode, PolicySettings
+
+Verdict = Literal["allow", "mutate", "deny", "skip", "unknown"]
+KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
+
+
+@dataclass
+class ContainerDecision:
+    workload: Workload
+    verdict: Verdict
+    reason: str  # fits | raised | no-limit | undersized | kv-auto-sized | over-limitrange |
+    #              over-node | gpu-does-not-fit | cannot-size | skipped
+    mode: Mode
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    report: MemoryReport | None = None
+    needed_bytes: int | None = None
+    limit_before: int | None = None
+    limit_after: int | None = None
+    request_before: int | None = None
+    request_after: int | None = None
+    pin_kv_gib: float | None = None  # VLLM_CPU_KVCACHE_SPACE value to add
+    fitting_tokens: int | None = None  # largest --max-num-batched-tokens within the current limit
+
+
+def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGeometry | None,
+                     settings: EngineSettings | None, policy: PolicySettings, mode: Mode,
+                     headroom: float, cannot_size: str | None = None) -> ContainerDecision:
+    d = ContainerDecision(workload=w, verdict="allow", reason="fits", mode=mode,
+                          limit_before=w.limit_bytes, request_before=w.request_bytes,
+                          limit_after=w.limit_bytes, request_after=w.request_bytes)
+    if w.skip_reason or mode == "off":
+        d.verdict, d.reason = "skip", "skipped"
+        d.message = w.skip_reason or "vllm-sizer mode is off"
+        return d
+    if report is None:
+        d.verdict, d.reason = "unknown", "cannot-size"
+        d.message = messages.cannot_size(w, cannot_size or "no estimate")
+        d.warnings.append(d.message)
+        return d
+    d.report = report
+    cpu = report.resolved.device == "cpu"
+
+    # vLLM sizes its CPU KV cache from memory: raising the limit would only grow it.
+    if cpu and report.kv_cache_auto_sized:
+        if mode == "mutate":
+            d.pin_kv_gib = policy.pin_cpu_kv_gib
+        elif mode == "enforce":
+            d.verdict, d.reason = "deny", "kv-auto-sized"
+            d.message = messages.kv_auto_sized(w, report, policy.pin_cpu_kv_gib)
+            return d
+        else:
+            d.warnings.append(messages.kv_auto_sized_warning(report, policy.pin_cpu_kv_gib))
+
+    needed = policy.needed_limit(report.total_memory_bytes, headroom)
+    d.needed_bytes = needed
+    ceiling, ceiling_name = _ceiling(policy)
+    if report.device_fits is False:
+        if mode == "enforce":
+            d.verdict, d.reason = "deny", "gpu-does-not-fit"
+            d.message = messages.gpu_does_not_fit(w, report)
+            return d
+        d.warnings.append(messages.gpu_does_not_fit(w, report))
+
+    limit = w.limit_bytes
+    if ceiling is not None and needed > ceiling and (limit is None or limit < needed) \
+            and mode in ("mutate", "enforce"):
+        d.verdict, d.reason = "deny", ceiling_name
+        d.message = messages.over_ceiling(w, report, needed, ceiling, ceiling_name)
+        d.fitting_tokens = _fitting_tokens(geometry, settings, ceiling, report)
+        if d.fitting_tokens:
+            d.message += messages.fitting_hint(d.fitting_tokens, ceiling)
+        return d
+
+    if mode == "warn":
+        if limit is None or limit < report.total_memory_bytes:
+            d.reason = "undersized" if limit is not None else "no-limit"
+            d.fitting_tokens = _fitting_tokens(geometry, settings, limit, report)
+            d.warnings.append(messages.undersized_warning(w, report, needed, d.fitting_tokens))
+        return _finish(d)
+
+    if mode == "enforce" and limit is not None and limit < report.total_memory_bytes:
+        d.verdict, d.reason = "deny", "undersized"
+        d.fitting_tokens = _fitting_tokens(geometry, settings, limit, report)
+        d.message = messages.undersized(w, report, needed, d.fitting_tokens)
+        return d
+
+    # mutate (and enforce where no limit is set): raise, never lower.
+    if limit is None or (mode == "mutate" and limit < needed):
+        d.limit_after = needed
+        d.reason = "no-limit" if limit is None else "raised"
+    if d.request_before is None or d.request_before < (d.limit_after or 0):
+        if d.limit_after != limit:
+            d.request_after = max(d.request_before or 0, d.limit_after or 0)
+    if d.request_after is not None and d.limit_after is not None and d.request_after > d.limit_after:
+        d.request_after = d.limit_after
+    return _finish(d)
+
+
+def _finish(d: ContainerDecision) -> ContainerDecision:
+    changed = (d.limit_after != d.limit_before or d.request_after != d.request_before
+               or d.pin_kv_gib is not None)
+    if changed:
+        d.verdict = "mutate"
+    d.message = messages.decision_text(d)
+    if d.pin_kv_gib is not None:
+        d.warnings.append(messages.kv_pinned_warning(d.pin_kv_gib))
+    if d.verdict == "mutate":
+        d.warnings.insert(0, messages.mutated_warning(d))
+    return d
+
+
+def _ceiling(policy: PolicySettings) -> tuple[int | None, str]:
+    candidates = [(policy.limit_range_max_bytes, "over-limitrange"),
+                  (policy.largest_node_memory_bytes, "over-node")]
+    present = [(v, n) for v, n in candidates if v]
+    if not present:
+        return None, ""
+    return min(present)
+
+
+def _fitting_tokens(geometry: ModelGeometry | None, settings: EngineSettings | None,
+                    limit: int | None, report: MemoryReport) -> int | None:
+    """Largest --max-num-batched-tokens whose estimate fits `limit` (LoRA on only)."""
+    if not (geometry and settings and limit and report.resolved.enable_lora):
+        return None
+    from ..estimator.inverse import max_batched_tokens_within
+
+    pinned = settings
+    if report.kv_cache_auto_sized and report.resolved.cpu_kv_cache_bytes:
+        pinned = settings.model_copy(update={
+            "cpu_kvcache_space_gib": report.resolved.cpu_kv_cache_bytes / 1024**3})
+    tokens = max_batched_tokens_within(geometry, pinned, limit,
+                                       ceiling=report.resolved.max_num_batched_tokens)
+    if tokens is None or tokens >= report.resolved.max_num_batched_tokens:
+        return None
+    return tokens
