@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import estimate
+from . import check, estimate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Size vLLM pods: peak memory from the vLLM command line.")
     sub = parser.add_subparsers(dest="command", required=True)
     estimate.register(sub)
+    check.register(sub)
     return parser
 
 

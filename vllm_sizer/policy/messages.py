@@ -1,0 +1,121 @@
+"""Every sentence vllm-sizer shows a person, in one place.
+
+Denials are one line: what is wrong, the estimate and its largest terms, what to do.
+Warnings stay under ~120 characters where possible and carry no "Warning:" prefix (kubectl
+adds it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..estimator.report import MemoryReport
+from ..estimator.units import GiB
+from ..workloads.model import Workload
+
+if TYPE_CHECKING:
+    from .decision import ContainerDecision
+
+
+def gi(n: int | float | None) -> str:
+    """Human quantity in Gi with one decimal, rounded up so it never understates: 22.4Gi."""
+    if n is None:
+        return "unset"
+    tenths = -(-int(n) * 10 // GiB)
+    return f"{tenths / 10:.1f}Gi"
+
+
+def _who(w: Workload) -> str:
+    ns = f"{w.namespace}/" if w.namespace else ""
+    return f"{w.kind} {ns}{w.name} container {w.container}"
+
+
+def _terms(report: MemoryReport) -> str:
+    return ", ".join(f"{t.name.replace('_', ' ')} {gi(t.bytes)}" for t in report.largest_terms(3))
+
+
+def fitting_hint(tokens: int, limit: int) -> str:
+    return f", or set --max-num-batched-tokens {tokens} to fit {gi(limit)}"
+
+
+def undersized(w: Workload, report: MemoryReport, needed: int, fitting: int | None) -> str:
+    msg = (f"vllm-sizer: {_who(w)}: memory limit {gi(w.limit_bytes)} is below the estimated "
+           f"peak {gi(report.total_memory_bytes)} ({_terms(report)}); set resources.limits.memory "
+           f"to at least {gi(needed)}")
+    if fitting:
+        msg += fitting_hint(fitting, w.limit_bytes or 0)
+    return msg
+
+
+def undersized_warning(w: Workload, report: MemoryReport, needed: int, fitting: int | None) -> str:
+    if w.limit_bytes is None:
+        return (f"{w.container}: no memory limit; estimated peak {gi(report.total_memory_bytes)}, "
+                f"suggest {gi(needed)}")
+    msg = (f"{w.container}: limit {gi(w.limit_bytes)} < estimated peak "
+           f"{gi(report.total_memory_bytes)}; needs {gi(needed)}")
+    if fitting:
+        msg += f" or --max-num-batched-tokens {fitting}"
+    return msg
+
+
+def over_ceiling(w: Workload, report: MemoryReport, needed: int, ceiling: int, reason: str) -> str:
+    what = "the namespace LimitRange max" if reason == "over-limitrange" else "the largest node's memory"
+    return (f"vllm-sizer: {_who(w)}: needs {gi(needed)} (estimated peak "
+            f"{gi(report.total_memory_bytes)}: {_terms(report)}), above {what} {gi(ceiling)}; "
+            "the pod could never run")
+
+
+def kv_auto_sized(w: Workload, report: MemoryReport, pin_gib: float) -> str:
+    return (f"vllm-sizer: {_who(w)}: vLLM {report.resolved.version} on CPU sizes its KV cache from "
+            "the memory limit when VLLM_CPU_KVCACHE_SPACE is unset, so no limit leaves room for "
+            f"the LoRA prefill scratch; set env VLLM_CPU_KVCACHE_SPACE (e.g. {pin_gib:g}) and a "
+            f"limit of at least {gi(report.total_memory_bytes)}")
+
+
+def kv_auto_sized_warning(report: MemoryReport, pin_gib: float) -> str:
+    return (f"VLLM_CPU_KVCACHE_SPACE unset: vLLM {report.resolved.version} grows the KV cache to "
+            f"the limit; set it (e.g. {pin_gib:g})")
+
+
+def kv_pinned_warning(pin_gib: float) -> str:
+    return f"set VLLM_CPU_KVCACHE_SPACE={pin_gib:g} so the KV cache cannot take the LoRA scratch's room"
+
+
+def gpu_does_not_fit(w: Workload, report: MemoryReport) -> str:
+    return (f"vllm-sizer: {_who(w)}: the model does not fit the GPU memory "
+            f"({gi(report.device_memory_bytes)} budget per GPU); use more GPUs "
+            "(--tensor-parallel-size), a smaller --max-model-len or a quantized model")
+
+
+def cannot_size(w: Workload, why: str) -> str:
+    return f"{w.container}: cannot size: {why}"
+
+
+def mutated_warning(d: "ContainerDecision") -> str:
+    parts = []
+    if d.limit_after != d.limit_before:
+        parts.append(f"limit {gi(d.limit_before)} → {gi(d.limit_after)}")
+    if d.request_after != d.request_before:
+        parts.append(f"request {gi(d.request_before)} → {gi(d.request_after)}")
+    if d.pin_kv_gib is not None:
+        parts.append(f"VLLM_CPU_KVCACHE_SPACE={d.pin_kv_gib:g}")
+    total = gi(d.report.total_memory_bytes) if d.report else "?"
+    return f"{d.workload.container}: memory {', '.join(parts)} (estimated peak {total})"
+
+
+def decision_text(d: "ContainerDecision") -> str:
+    """The `vllm-sizer.io/decision` annotation: what changed, from → to."""
+    if d.verdict == "deny":
+        return f"deny: {d.reason}"
+    changes = []
+    if d.limit_after != d.limit_before:
+        changes.append(f"limits.memory {gi(d.limit_before)} → {gi(d.limit_after)}")
+    if d.request_after != d.request_before:
+        changes.append(f"requests.memory {gi(d.request_before)} → {gi(d.request_after)}")
+    if d.pin_kv_gib is not None:
+        changes.append(f"env VLLM_CPU_KVCACHE_SPACE={d.pin_kv_gib:g}")
+    if changes:
+        return "mutate: " + ", ".join(changes)
+    if d.mode == "warn" and d.reason in ("undersized", "no-limit"):
+        return f"warn: {d.reason}, needs {gi(d.needed_bytes)}"
+    return f"allow: limits.memory {gi(d.limit_before)} covers {gi(d.report.total_memory_bytes if d.report else 0)}"

@@ -1,0 +1,222 @@
+"""review_object: the whole pipeline for one Kubernetes object, shared by the admission webhook
+and `vllm-sizer check`: read workloads → estimate each → decide → one JSON Patch.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jsonpatch
+
+from ..estimator import EstimatorError, ModelGeometry, build_report
+from ..estimator.units import GiB
+from ..workloads.model import (ANNOTATION_HEADROOM, ANNOTATION_MODE, ANNOTATION_SKIP,
+                               ReadContext, Workload)
+from ..estimator.units import to_quantity as format_quantity
+from . import messages
+from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
+from .settings import MODES, PolicySettings, parse_headroom
+
+PREFIX = "vllm-sizer.io/"
+A_ESTIMATE = PREFIX + "estimate"
+A_BREAKDOWN = PREFIX + "breakdown"
+A_NOTES = PREFIX + "notes"
+A_DECISION = PREFIX + "decision"
+A_VERSION = PREFIX + "estimator-version"
+OUR_ANNOTATIONS = (A_ESTIMATE, A_BREAKDOWN, A_NOTES, A_DECISION, A_VERSION)
+_RANK = {"deny": 4, "mutate": 3, "unknown": 2, "allow": 1, "skip": 0}
+
+
+@dataclass
+class ObjectDecision:
+    kind: str
+    namespace: str | None
+    name: str
+    verdict: Verdict
+    containers: list[ContainerDecision]
+    patch: list[dict[str, Any]] = field(default_factory=list)
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_vllm(self) -> bool:
+        return bool(self.containers)
+
+    def mutated(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return jsonpatch.apply_patch(obj, self.patch) if self.patch else obj
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _get(obj: Any, pointer: str) -> Any:
+    cur = obj
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(cur, list):
+            cur = cur[int(part)]
+        elif isinstance(cur, dict):
+            cur = cur.get(part)
+        else:
+            return None
+        if cur is None:
+            return None
+    return cur
+
+
+class _PatchBuilder:
+    """RFC 6902 ops against the incoming object; creates missing parents with `add`."""
+
+    def __init__(self, obj: dict[str, Any]):
+        self.work = copy.deepcopy(obj)
+        self.ops: list[dict[str, Any]] = []
+
+    def set(self, pointer: str, value: Any) -> None:
+        parts = pointer.split("/")[1:]
+        cur = self.work
+        path = ""
+        for raw in parts[:-1]:
+            key = raw.replace("~1", "/").replace("~0", "~")
+            path += "/" + raw
+            nxt = cur[int(key)] if isinstance(cur, list) else cur.get(key)
+            if not isinstance(nxt, (dict, list)):
+                nxt = {}
+                self.ops.append({"op": "add", "path": path, "value": {}})
+                cur[key] = nxt
+            cur = nxt
+        last = parts[-1].replace("~1", "/").replace("~0", "~")
+        if isinstance(cur, dict) and cur.get(last) == value:
+            return
+        op = "replace" if isinstance(cur, dict) and last in cur else "add"
+        self.ops.append({"op": op, "path": pointer, "value": value})
+        cur[last] = value
+
+    def append(self, pointer: str, value: Any) -> None:
+        lst = _get(self.work, pointer)
+        if not isinstance(lst, list):
+            self.set(pointer, [value])
+            return
+        self.ops.append({"op": "add", "path": pointer + "/-", "value": value})
+        lst.append(value)
+
+
+def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[str, float, list[str]]:
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    warnings = []
+    mode = policy.mode
+    raw_mode = ann.get(ANNOTATION_MODE)
+    if raw_mode is not None:
+        if str(raw_mode).strip().lower() in MODES:
+            mode = str(raw_mode).strip().lower()
+        else:
+            warnings.append(f"{ANNOTATION_MODE}={raw_mode!r} is not one of {', '.join(MODES)}: ignored")
+    headroom = policy.headroom
+    raw_h = ann.get(ANNOTATION_HEADROOM)
+    if raw_h is not None:
+        try:
+            headroom = parse_headroom(str(raw_h))
+        except ValueError:
+            warnings.append(f"{ANNOTATION_HEADROOM}={raw_h!r} is not a fraction or percentage: ignored")
+    if str(ann.get(ANNOTATION_SKIP, "")).lower() == "true":
+        mode = "off"
+    return mode, headroom, warnings
+
+
+def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
+    if w.settings is None:
+        return None, None, "the vLLM command line could not be read"
+    if w.model_config is None:
+        return None, None, (f"unknown model '{w.model or '?'}': add its config.json as the "
+                            "vllm-sizer.io/model-config annotation or a ConfigMap labelled "
+                            "vllm-sizer.io/model-configs=true")
+    try:
+        geometry = ModelGeometry.from_hf_config(w.model_config)
+        return build_report(geometry, w.settings), geometry, None
+    except EstimatorError as exc:
+        return None, None, str(exc)
+
+
+def review_object(obj: Any, context: ReadContext | None = None,
+                  policy: PolicySettings | None = None,
+                  read: Callable[..., list[Workload]] | None = None) -> ObjectDecision:
+    """Decide one object. Never raises for bad input: a non-vLLM or unreadable object gets
+    verdict "allow" with no containers and no patch."""
+    policy = policy or PolicySettings()
+    if read is None:
+        from ..workloads.reader import read_workloads as read
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    result = ObjectDecision(kind=str(obj.get("kind", "")) if isinstance(obj, dict) else "",
+                            namespace=meta.get("namespace"), name=str(meta.get("name", "")),
+                            verdict="allow", containers=[])
+    if not isinstance(obj, dict):
+        return result
+    workloads = read(obj, context)
+    if not workloads:
+        return result
+    mode, headroom, override_warnings = _object_overrides(obj, policy)
+    result.warnings.extend(override_warnings)
+    for w in workloads:
+        report, geometry, why = _estimate(w) if mode != "off" and not w.skip_reason else (None, None, None)
+        d = decide_container(w, report, geometry, w.settings, policy, mode, headroom, why)
+        for diag in w.diagnostics:
+            if diag.severity in ("error", "warning"):
+                d.warnings.append(f"{w.container}: {diag}")
+        result.containers.append(d)
+    result.verdict = max((d.verdict for d in result.containers), key=_RANK.__getitem__)
+    denials = [d.message for d in result.containers if d.verdict == "deny"]
+    result.message = " ".join(denials)
+    for d in result.containers:
+        result.warnings.extend(d.warnings)
+    if result.verdict != "deny":
+        result.patch, result.annotations = _patch(obj, result)
+    return result
+
+
+def _patch(obj: dict[str, Any], result: ObjectDecision) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    pb = _PatchBuilder(obj)
+    for d in result.containers:
+        w = d.workload
+        if d.limit_after is not None and d.limit_after != d.limit_before:
+            pb.set(w.resources_path + "/limits/memory", format_quantity(d.limit_after))
+        if d.request_after is not None and d.request_after != d.request_before:
+            pb.set(w.resources_path + "/requests/memory", format_quantity(d.request_after))
+        if d.pin_kv_gib is not None and KV_ENV not in w.env:
+            pb.append(w.container_path + "/env", {"name": KV_ENV, "value": f"{d.pin_kv_gib:g}"})
+    annotations = _annotations(obj, result)
+    for key, value in annotations.items():
+        pb.set("/metadata/annotations/" + _escape(key), value)
+    return pb.ops, annotations
+
+
+def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str]:
+    """Annotations to write (only those that differ). A reinvocation on an already-sized
+    object keeps the earlier decision text instead of overwriting it with "no change"."""
+    sized = [d for d in result.containers if d.report is not None]
+    if not sized:
+        return {}
+    existing = ((obj.get("metadata") or {}).get("annotations") or {})
+    single = len(sized) == 1
+    estimate = (messages.gi(sized[0].report.total_memory_bytes) if single else
+                ",".join(f"{d.workload.container}={messages.gi(d.report.total_memory_bytes)}" for d in sized))
+    breakdown = {d.workload.container: {t.name: round(t.bytes / GiB, 2) for t in d.report.terms
+                                        if t.bytes and t.enters != "device"} for d in sized}
+    notes = " | ".join(dict.fromkeys(n for d in sized for n in d.report.notes))
+    from .. import __version__
+    desired = {
+        A_ESTIMATE: estimate,
+        A_BREAKDOWN: json.dumps(breakdown, separators=(",", ":"), sort_keys=True),
+        A_NOTES: notes[:4000],
+        A_VERSION: __version__,
+    }
+    changed = any(d.verdict == "mutate" for d in result.containers)
+    if changed or A_DECISION not in existing or existing.get(A_ESTIMATE) != estimate:
+        desired[A_DECISION] = "; ".join(
+            (f"{d.workload.container}: " if not single else "") + messages.decision_text(d)
+            for d in sized)
+    return {k: v for k, v in desired.items() if existing.get(k) != v}
