@@ -20,7 +20,7 @@ COLUMNS: List[str] = [
     "cache_at_usage_peak_sampled_bytes", "hwm_sum_bytes",
     "formula_scratch_bytes", "formula_logits_bytes", "phase_end_s", "request_s",
     "wall_s", "outcome", "returncode", "oom_kills", "message", "notes",
-    "phase_usage_end",
+    "phase_usage_end", "omp_bind",
 ]
 
 # A row with one of these outcomes counts as measured; "error" rows are retried.
@@ -46,12 +46,24 @@ def done_keys(rows: Iterable[Dict[str, str]], retry_errors: bool = True) -> Set[
 
 
 def append_row(path: str, row: Dict[str, object]) -> None:
-    """Append one row; write the header if the file is new. Unknown keys go to the
-    end of the header only for a new file (existing files keep their columns)."""
+    """Append one row; write the header if the file is new. When the row brings
+    columns of COLUMNS that an existing file lacks, the file is rewritten with the
+    widened header (old rows get empty cells)."""
     exists = os.path.exists(path) and os.path.getsize(path) > 0
     if exists:
         with open(path, newline="") as f:
-            header = next(csv.reader(f), COLUMNS)
+            header = next(csv.reader(f), list(COLUMNS))
+        missing = [c for c in COLUMNS if c in row and c not in header]
+        if missing:
+            old = read_rows(path)
+            header = header + missing
+            tmp = path + ".tmp"
+            with open(tmp, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
+                w.writeheader()
+                for r in old:
+                    w.writerow({k: r.get(k, "") for k in header})
+            os.replace(tmp, path)
     else:
         header = COLUMNS + [k for k in row if k not in COLUMNS]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

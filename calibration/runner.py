@@ -62,6 +62,10 @@ class RunSpec:
     dtype: str = "bfloat16"
     kv_space_gib: float = 1.0
     allocator: str = "glibc"  # or "tcmalloc"
+    # VLLM_CPU_OMP_THREADS_BIND for the worker. vLLM's "auto" reserves one core for
+    # the engine-core/scheduler process, leaving the worker ONE thread on a 2-core
+    # machine; "0-1" gives it both cores. Part of the key only when not "auto".
+    omp_bind: str = "auto"
     cap_gib: float = 20.0
     timeout_s: float = 2400.0
     run_id: str = ""
@@ -88,6 +92,8 @@ class RunSpec:
                  f"T{s.max_num_batched_tokens}", f"S{s.max_num_seqs}",
                  f"P{s.num_prompts}x{s.prompt_tokens}", f"len{s.max_model_len}",
                  s.dtype, f"kv{s.kv_space_gib:g}", s.allocator, f"cap{s.cap_gib:g}"]
+        if s.omp_bind != "auto":
+            parts.append(f"omp={s.omp_bind}")
         if s.lora and s.target_modules != ",".join(DEFAULT_TARGET_MODULES):
             parts.append("tm=" + s.target_modules)
         return "|".join(parts)
@@ -245,6 +251,7 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
     env = dict(os.environ)
     env.update({
         "VLLM_CPU_KVCACHE_SPACE": f"{s.kv_space_gib:g}",
+        "VLLM_CPU_OMP_THREADS_BIND": s.omp_bind,
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
         "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
         "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false",
@@ -429,6 +436,7 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
         "kv_space_gib": s.kv_space_gib,
         "allocator": s.allocator,
         "ld_preload": ld_preload,
+        "omp_bind": s.omp_bind,
         "cap_bytes": cap,
         "timeout_s": s.timeout_s,
         "peak_bytes": peak,
@@ -486,6 +494,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--prompt-tokens", type=int)
     ap.add_argument("--kv-space-gib", type=float, default=1.0)
     ap.add_argument("--allocator", default="glibc", choices=["glibc", "tcmalloc"])
+    ap.add_argument("--omp-bind", default="auto", help="VLLM_CPU_OMP_THREADS_BIND")
     ap.add_argument("--cap-gib", type=float, default=20.0)
     ap.add_argument("--timeout-s", type=float, default=2400.0)
     ap.add_argument("--python", default=None, help="interpreter with vLLM (default: this one)")
@@ -497,7 +506,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    max_loras=args.max_loras, max_num_batched_tokens=args.tokens,
                    max_num_seqs=args.max_num_seqs, num_prompts=args.num_prompts,
                    prompt_tokens=args.prompt_tokens, kv_space_gib=args.kv_space_gib,
-                   allocator=args.allocator, cap_gib=args.cap_gib, timeout_s=args.timeout_s)
+                   allocator=args.allocator, omp_bind=args.omp_bind, cap_gib=args.cap_gib, timeout_s=args.timeout_s)
     row = run_one(spec, python=args.python, models_dir=args.models_dir, log_path=args.log)
     print(json.dumps(row, indent=1, default=str))
     if args.csv:

@@ -86,3 +86,20 @@ def test_repo_matrix_parses():
     settings, specs = load_matrix(path)
     assert len(specs) >= 10
     assert len({s.key() for s in specs}) == len(specs)
+
+
+def test_append_widens_old_header(tmp_path):
+    p = str(tmp_path / "m.csv")
+    with open(p, "w") as f:
+        f.write("run_id,key,outcome\nold,k0,ok\n")
+    R.append_row(p, {"run_id": "new", "key": "k1", "outcome": "ok", "peak_bytes": 7})
+    rows = R.read_rows(p)
+    assert [r["run_id"] for r in rows] == ["old", "new"]
+    assert rows[0]["peak_bytes"] == "" and rows[1]["peak_bytes"] == "7"
+    assert rows[0]["key"] == "k0"
+
+
+def test_omp_bind_in_key_only_when_not_auto():
+    a = RunSpec(lora=True, max_num_batched_tokens=512)
+    b = RunSpec(lora=True, max_num_batched_tokens=512, omp_bind="0-1")
+    assert "omp=" not in a.key() and b.key() == a.key() + "|omp=0-1"

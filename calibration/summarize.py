@@ -1,0 +1,128 @@
+"""Print measurements.csv as a table, pairing LoRA-on rows with their LoRA-off twin.
+
+    python -m calibration.summarize [calibration/measurements.csv] [--markdown]
+
+The on-off difference uses the off row with the same preset, layers,
+max_num_batched_tokens, max_num_seqs, prompts, KV space and allocator; the
+ratio divides it by the formula 6*T*R*W (T = tokens actually in the step).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Dict, List, Optional
+
+from .results import read_rows
+
+MIB = 1 << 20
+
+
+def _i(v: str) -> Optional[int]:
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def twin_key(r: Dict[str, str]) -> tuple:
+    return (r["preset"], r["num_layers"], r["max_num_batched_tokens"], r["max_num_seqs"],
+            r["num_prompts"], r["prompt_tokens"], r["max_model_len"], r["kv_space_gib"],
+            r["allocator"], r["dtype"])
+
+
+def request_increment(r: Dict[str, str]) -> Optional[int]:
+    """Peak of the request phase minus the cgroup usage when the request phase
+    started (end of the previous phase): the transient the first request adds on
+    top of everything resident (weights, KV cache, loaded adapter)."""
+    import json
+    rq = _i(r.get("peak_request_bytes", ""))
+    try:
+        ends = json.loads(r.get("phase_usage_end") or "{}")
+    except ValueError:
+        return None
+    prev = ends.get("adapter", ends.get("init"))
+    if rq is None or prev is None:
+        return None
+    return rq - int(prev)
+
+
+def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
+    offs = {}
+    for r in rows:
+        if r.get("outcome") == "ok" and r.get("lora") in ("False", "false", "0"):
+            offs[twin_key(r)] = r  # last one wins
+    out = []
+    for r in rows:
+        lora = r.get("lora") in ("True", "true", "1")
+        peak = _i(r.get("peak_bytes", ""))
+        d: Dict[str, object] = {
+            "run_id": r["run_id"], "model": r["preset"], "L": r["num_layers"],
+            "T": r["max_num_batched_tokens"], "S": r["max_num_seqs"],
+            "prompts": f'{r["num_prompts"]}x{r["prompt_tokens"]}',
+            "lora": "on" if lora else "off", "R": r.get("rank") or "-",
+            "alloc": r["allocator"], "outcome": r["outcome"],
+            "peak_MiB": round(peak / MIB) if peak else "",
+            "phase": r.get("peak_phase", ""),
+        }
+        for ph in ("load", "init", "request"):
+            v = _i(r.get(f"peak_{ph}_bytes", ""))
+            d[f"{ph}_MiB"] = round(v / MIB) if v else ""
+        rss = _i(r.get("rss_peak_sampled_bytes", ""))
+        d["rss_MiB"] = round(rss / MIB) if rss else ""
+        d["diff_MiB"] = d["formula_MiB"] = d["ratio"] = d["req_diff_MiB"] = ""
+        if lora and r["outcome"] == "ok":
+            off = offs.get(twin_key(r))
+            f = _i(r.get("formula_scratch_bytes", ""))
+            d["formula_MiB"] = round(f / MIB) if f else ""
+            if off is not None and peak:
+                diff = peak - int(off["peak_bytes"])
+                d["diff_MiB"] = round(diff / MIB)
+                if f:
+                    d["ratio"] = f"{diff / f:.2f}"
+                rq, rq_off = _i(r.get("peak_request_bytes", "")), _i(off.get("peak_request_bytes", ""))
+                if rq and rq_off:
+                    d["req_diff_MiB"] = round((rq - rq_off) / MIB)
+        d["req_incr_MiB"] = d["incr_diff_MiB"] = d["incr_ratio"] = ""
+        inc = request_increment(r)
+        if inc is not None:
+            d["req_incr_MiB"] = round(inc / MIB)
+            if lora and r["outcome"] == "ok":
+                off = offs.get(twin_key(r))
+                inc_off = request_increment(off) if off is not None else None
+                f = _i(r.get("formula_scratch_bytes", ""))
+                if inc_off is not None:
+                    d["incr_diff_MiB"] = round((inc - inc_off) / MIB)
+                    if f:
+                        d["incr_ratio"] = f"{(inc - inc_off) / f:.2f}"
+        d["wall_s"] = r.get("wall_s", "")
+        out.append(d)
+    return out
+
+
+def render(table: List[Dict[str, object]], markdown: bool) -> str:
+    if not table:
+        return "(no rows)"
+    cols = list(table[0])
+    if markdown:
+        lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in table]
+        return "\n".join(lines)
+    w = {c: max(len(c), *(len(str(r[c])) for r in table)) for c in cols}
+    lines = ["  ".join(c.rjust(w[c]) for c in cols)]
+    lines += ["  ".join(str(r[c]).rjust(w[c]) for c in cols) for r in table]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m calibration.summarize")
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("csv", nargs="?", default=os.path.join(here, "measurements.csv"))
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args(argv)
+    print(render(summarize(read_rows(args.csv)), args.markdown))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
