@@ -1,0 +1,132 @@
+"""Operator settings, read once at start-up from environment variables (the Helm chart sets
+them from values / a ConfigMap). Every name here is part of the chart's contract."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal, Mapping
+
+from pydantic import BaseModel, Field, field_validator
+
+from ..policy.settings import Mode, PolicySettings, parse_headroom
+from ..workloads.quantity import parse_quantity
+
+# ---- names shared by the server, the controller, the chart and manifests/ -----------------
+GROUP = "vllm-sizer.io"
+WEBHOOK_PORT = 9443
+METRICS_PORT = 8080
+HEALTH_PATH = "/healthz"
+METRICS_PATH = "/metrics"
+# Admission routes: the webhook configurations' service paths must name these exactly.
+MUTATE_PATH = "/mutate"
+VALIDATE_PATH = "/validate"
+MUTATING_CONFIG_NAME = "vllm-sizer-mutating"
+VALIDATING_CONFIG_NAME = "vllm-sizer-validating"
+CERT_SECRET_NAME = "vllm-sizer-webhook-tls"
+SIZED_LABEL = "vllm-sizer.io/sized"  # stable label on sized pod templates (OOM watch selector)
+MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
+LAST_OOM_ANNOTATION = "vllm-sizer.io/last-oom"
+
+# Workload kinds the webhooks and watchers serve: (group, version, plural, kind).
+SERVED_RESOURCES: tuple[tuple[str, str, str, str], ...] = (
+    ("apps", "v1", "deployments", "Deployment"),
+    ("apps", "v1", "statefulsets", "StatefulSet"),
+    ("batch", "v1", "jobs", "Job"),
+    ("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService"),
+    ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"),
+    ("serving.kserve.io", "v1alpha1", "llminferenceservices", "LLMInferenceService"),
+)
+
+Env = Mapping[str, str]
+
+
+class OperatorSettings(BaseModel):
+    """VLLM_SIZER_* environment variables → typed settings."""
+
+    mode: Mode = "mutate"
+    headroom: float = 0.10
+    rounding_bytes: int = 256 * 1024**2
+    pin_cpu_kv_gib: float = 4
+    largest_node_memory_bytes: int | None = None
+    fail_closed: bool = False  # internal errors deny instead of admitting with a warning
+    namespaces: list[str] = Field(default_factory=list)  # empty: all (minus the excluded)
+    excluded_namespaces: list[str] = Field(default_factory=lambda: ["kube-system"])
+    operator_namespace: str = "vllm-sizer"
+    model_configs_namespace: str | None = None  # None: ConfigMaps from every namespace
+    model_configs_ttl_seconds: float = 30
+    hub_fetch: bool = False
+    hub_endpoint: str = "https://huggingface.co"
+    hub_token_file: str | None = None
+    hub_timeout_seconds: float = 2.0
+    lookup_timeout_seconds: float = 1.5  # any outbound call made on the admission path
+    cert_dir: str = "/tmp/vllm-sizer-certs"
+    cert_mode: Literal["self-signed", "cert-manager", "secret"] = "self-signed"
+    webhook_host: str = "0.0.0.0"
+    webhook_port: int = WEBHOOK_PORT
+    metrics_port: int = METRICS_PORT
+    max_request_bytes: int = 8 * 1024**2  # an UPDATE review carries the object twice
+    service_name: str = "vllm-sizer-webhook"
+    patch_existing: bool = False  # controller role: mutate pre-existing objects (restarts them)
+
+    @field_validator("headroom", mode="before")
+    @classmethod
+    def _headroom(cls, v):  # noqa: ANN001
+        return parse_headroom(v)
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> "OperatorSettings":
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str | None:
+            v = env.get("VLLM_SIZER_" + name)
+            return v if v not in (None, "") else None
+
+        def flag(name: str) -> bool | None:
+            v = get(name)
+            return None if v is None else v.strip().lower() in ("1", "true", "yes", "on")
+
+        def listing(name: str) -> list[str] | None:
+            v = get(name)
+            return None if v is None else [s.strip() for s in v.split(",") if s.strip()]
+
+        data: dict[str, object] = {
+            "mode": get("MODE"),
+            "headroom": get("HEADROOM"),
+            "rounding_bytes": parse_quantity(get("ROUNDING")) if get("ROUNDING") else None,
+            "pin_cpu_kv_gib": get("PIN_CPU_KV_GIB"),
+            "largest_node_memory_bytes": parse_quantity(get("LARGEST_NODE_MEMORY"))
+            if get("LARGEST_NODE_MEMORY") else None,
+            "fail_closed": flag("FAIL_CLOSED"),
+            "namespaces": listing("NAMESPACES"),
+            "excluded_namespaces": listing("EXCLUDED_NAMESPACES"),
+            "operator_namespace": get("OPERATOR_NAMESPACE") or env.get("POD_NAMESPACE"),
+            "model_configs_namespace": get("MODEL_CONFIGS_NAMESPACE"),
+            "model_configs_ttl_seconds": get("MODEL_CONFIGS_TTL_SECONDS"),
+            "hub_fetch": flag("HUB_FETCH"),
+            "hub_endpoint": env.get("HF_ENDPOINT") or None,
+            "hub_token_file": get("HUB_TOKEN_FILE"),
+            "hub_timeout_seconds": get("HUB_TIMEOUT_SECONDS"),
+            "lookup_timeout_seconds": get("LOOKUP_TIMEOUT_SECONDS"),
+            "cert_dir": get("CERT_DIR"),
+            "cert_mode": get("CERT_MODE"),
+            "webhook_port": get("WEBHOOK_PORT"),
+            "metrics_port": get("METRICS_PORT"),
+            "max_request_bytes": parse_quantity(get("MAX_REQUEST_SIZE"))
+            if get("MAX_REQUEST_SIZE") else None,
+            "service_name": get("SERVICE_NAME"),
+            "patch_existing": flag("PATCH_EXISTING"),
+        }
+        return cls(**{k: v for k, v in data.items() if v is not None})
+
+    def policy(self, limit_range_max_bytes: int | None = None) -> PolicySettings:
+        return PolicySettings(mode=self.mode, headroom=self.headroom,
+                              rounding_bytes=self.rounding_bytes,
+                              pin_cpu_kv_gib=self.pin_cpu_kv_gib,
+                              limit_range_max_bytes=limit_range_max_bytes,
+                              largest_node_memory_bytes=self.largest_node_memory_bytes,
+                              fail_closed=self.fail_closed)
+
+    def serves_namespace(self, namespace: str | None) -> bool:
+        if namespace in self.excluded_namespaces or namespace == self.operator_namespace:
+            return False
+        return not self.namespaces or namespace in self.namespaces
