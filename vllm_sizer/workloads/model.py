@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from ..estimator.settings import EngineSettings
+from ..estimator.versions import VllmVersion
 from .vllm_args import Diagnostic
 
 # Annotation keys read from the workload's own metadata.
@@ -44,6 +45,15 @@ class Workload:
     annotations: dict[str, str] = field(default_factory=dict)  # the object's own
     diagnostics: list[Diagnostic] = field(default_factory=list)
     skip_reason: str | None = None  # owned by a controller, skip annotation, ...
+    # Added by the reader (all optional):
+    # the environment the vLLM process sees: literal env plus what a `sh -c` script exports
+    effective_env: dict[str, str] = field(default_factory=dict)
+    gpu_count: int | None = None  # accelerators requested (nvidia.com/gpu, MIG slices, amd.com/gpu)
+    device: str = "unknown"  # cpu | cuda | rocm | other | unknown (also in settings.device)
+    vllm_version: VllmVersion | None = None  # from the image tag (source "image tag"), else None
+    lora_modules: list[str] = field(default_factory=list)  # --lora-modules items as written
+    argv: list[str] = field(default_factory=list)  # the vLLM invocation's flags after expansion
+    runtime: str | None = None  # KServe ServingRuntime used (name), for InferenceServices
 
 
 @dataclass

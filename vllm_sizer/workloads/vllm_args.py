@@ -30,6 +30,7 @@ class Diagnostic:
     message: str
     flag: str | None = None
     raw: str | None = None
+    container: str | None = None  # set by the workload reader
 
     def __str__(self) -> str:
         where = f"{self.flag}={self.raw!r}: " if self.flag and self.raw is not None else \
@@ -82,11 +83,41 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "trust-remote-code": (None, "bool"), "disable-log-requests": (None, "bool"),
     "enable-prefix-caching": (None, "bool"), "enable-auto-tool-choice": (None, "bool"),
     "disable-log-stats": (None, "bool"), "enable-log-requests": (None, "bool"),
+    # more value-less vLLM flags, so that a positional model after them is not eaten
+    "disable-custom-all-reduce": (None, "bool"), "disable-sliding-window": (None, "bool"),
+    "disable-cascade-attn": (None, "bool"), "skip-tokenizer-init": (None, "bool"),
+    "enable-sleep-mode": (None, "bool"), "disable-frontend-multiprocessing": (None, "bool"),
+    "enable-request-id-headers": (None, "bool"), "enable-prompt-tokens-details": (None, "bool"),
+    "enable-server-load-tracking": (None, "bool"), "disable-fastapi-docs": (None, "bool"),
+    "disable-uvicorn-access-log": (None, "bool"), "enable-expert-parallel": (None, "bool"),
+    "enable-eplb": (None, "bool"), "disable-async-output-proc": (None, "bool"),
+    "return-tokens-as-token-ids": (None, "bool"), "enable-force-include-usage": (None, "bool"),
+    "enable-tokenizer-info-endpoint": (None, "bool"), "async-scheduling": (None, "bool"),
+    "calculate-kv-scales": (None, "bool"), "enable-log-outputs": (None, "bool"),
+    "headless": (None, "bool"), "enable-lora-bias": (None, "bool"),
+    "disable-mm-preprocessor-cache": (None, "bool"), "enable-reasoning": (None, "bool"),
+    "use-v2-block-manager": (None, "bool"), "disable-hybrid-kv-cache-manager": (None, "bool"),
+    "enable-dbo": (None, "bool"), "multi-step-stream-outputs": (None, "bool"),
+    "enable-multimodal-encoder-data-parallel": (None, "bool"),
+    "max-seq-len-to-capture": (None, "int"), "guided-decoding-backend": (None, "str"),
+    "tokenizer-mode": (None, "str"), "generation-config": (None, "str"),
+    "kv-transfer-config": (None, "json"), "otlp-traces-endpoint": (None, "str"),
+    "root-path": (None, "str"), "ssl-keyfile": (None, "str"), "ssl-certfile": (None, "str"),
+    "allowed-origins": (None, "json"), "middleware": (None, "list"), "task": (None, "str"),
+    "runner": (None, "str"), "convert": (None, "str"), "code-revision": (None, "str"),
+    "tokenizer-revision": (None, "str"), "num-gpu-blocks-override": (None, "int"),
+    "num-scheduler-steps": (None, "int"), "scheduling-policy": (None, "str"),
+    "worker-cls": (None, "str"), "data-parallel-address": (None, "str"),
+    "data-parallel-rpc-port": (None, "str"), "data-parallel-size-local": (None, "int"),
+    "data-parallel-start-rank": (None, "int"), "api-server-count": (None, "int"),
+    "max-parallel-loading-workers": (None, "int"), "logits-processor-pattern": (None, "str"),
+    "response-role": (None, "str"), "ssl-ca-certs": (None, "str"),
 }
 SHORT = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "q": "quantization",
          "dp": "data-parallel-size"}
 # `--disable-X` / `--enable-X` spellings vLLM's newer parser accepts for boolean X.
 API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"}
+CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
 MAX_TOKENS = 1 << 40  # larger token counts or byte sizes are absurd input, not configuration
@@ -152,6 +183,7 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
     """Parse the flags of one vLLM invocation (the tokens after `vllm serve` or after the
     api_server module). `config_loader` returns the YAML dict of a `--config FILE`, if known."""
     out = ParsedVllm()
+    flag_model: str | None = None
     i = 0
     n = len(args)
     while i < n:
@@ -189,8 +221,11 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                 path = str(args[i])
                 i += 1
                 out.config_file = path
-                loaded = config_loader(path) if config_loader else None
-                if loaded is None:
+                try:
+                    loaded = config_loader(path) if config_loader else None
+                except Exception:  # a caller's loader must not break the reader
+                    loaded = None
+                if not isinstance(loaded, dict):
                     out.diagnostics.append(Diagnostic(
                         "warning", "config file contents unknown: settings in it are not "
                         "seen (inline them with the vllm-sizer.io/vllm-config annotation)",
@@ -261,17 +296,23 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                                               flag, raw))
             continue
         if target == "model":
-            if positional_model and out.model is None and version is not None \
+            if positional_model and version is not None \
                     and version.at_least(0, 8, 5) and not version.at_least(0, 12):
                 out.diagnostics.append(Diagnostic(
                     "error", f"`vllm serve --model X` is a startup error in vLLM {version} "
                     "(pass the model positionally)", flag, raw))
-            if out.model is None:
-                out.model = value
+            flag_model = value  # argparse: the last --model wins
             continue
         if target == "device":
             value = value.lower()
         out.values[target] = value
+    if flag_model is not None:
+        if out.model is None:
+            out.model = flag_model
+        elif out.model != flag_model:
+            out.diagnostics.append(Diagnostic(
+                "warning", f"both a positional model ({out.model}) and --model given: the "
+                "positional one is used", "--model", flag_model))
     return out
 
 
@@ -331,6 +372,9 @@ def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
             return [str(a) for a in argv[idx + 2:]], False
         if str(tok).startswith("-m") and tok[2:] in API_SERVER_MODULES:
             return [str(a) for a in argv[idx + 1:]], False
+        if tok == "-m" and idx + 2 < len(argv) and argv[idx + 1] in CLI_MODULES \
+                and argv[idx + 2] == "serve":
+            return [str(a) for a in argv[idx + 3:]], True
     return None
 
 

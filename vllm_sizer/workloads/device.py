@@ -1,0 +1,162 @@
+"""Where a vLLM container runs, from evidence in the pod spec, never from its absence."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .images import is_cpu_image
+from .vllm_args import Diagnostic
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB (GPU feature discovery)
+OTHER_ACCELERATORS = ("habana.ai/gaudi", "google.com/tpu", "aws.amazon.com/neuron",
+                      "intel.com/gpu", "gpu.intel.com/")
+_MIG_RE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb$")
+ARG_DEVICES = {"cpu": "cpu", "cuda": "cuda", "gpu": "cuda", "rocm": "rocm", "hip": "rocm",
+               "tpu": "other", "xpu": "other", "hpu": "other", "neuron": "other",
+               "openvino": "other"}
+
+
+@dataclass
+class DeviceFacts:
+    device: str = "unknown"
+    gpu_count: int | None = None
+    gpu_product: str | None = None
+    gpu_memory_bytes: int | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def _dict(x: Any) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
+def _list(x: Any) -> list:
+    return x if isinstance(x, list) else []
+
+
+def _count(raw: Any, key: str, diags: list[Diagnostic]) -> int | None:
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        value = int(str(raw).strip())
+        if value < 0:
+            raise ValueError
+        return value
+    except (TypeError, ValueError):
+        diags.append(Diagnostic("warning", "not a device count", key, str(raw)))
+        return None
+
+
+def _label_values(pod_spec: dict, key: str) -> list[str]:
+    values: list[str] = []
+    sel = _dict(pod_spec.get("nodeSelector"))
+    if key in sel and sel[key] is not None:
+        values.append(str(sel[key]))
+    affinity = _dict(_dict(pod_spec.get("affinity")).get("nodeAffinity"))
+    required = _dict(affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    for term in _list(required.get("nodeSelectorTerms")):
+        for expr in _list(_dict(term).get("matchExpressions")):
+            expr = _dict(expr)
+            if expr.get("key") == key and expr.get("operator") == "In":
+                values.extend(str(v) for v in _list(expr.get("values")) if v is not None)
+    return sorted(set(values))
+
+
+def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, str],
+                  resources: dict, pod_spec: dict, container: dict) -> DeviceFacts:
+    facts = DeviceFacts()
+    diags = facts.diagnostics
+    limits = _dict(resources.get("limits"))
+    requests = _dict(resources.get("requests"))
+    extended = {**requests, **limits}  # extended resources: limits are authoritative
+
+    accel: str | None = None
+    count = 0
+    mig_gb: int | None = None
+    why: list[str] = []
+    for key, raw in extended.items():
+        key_s = str(key)
+        if key_s == "nvidia.com/gpu" or key_s.startswith("nvidia.com/mig-"):
+            n = _count(raw, key_s, diags)
+            if n:
+                accel, count = "cuda", count + n
+                why.append(key_s)
+                m = _MIG_RE.match(key_s)
+                if m:
+                    mig_gb = int(m.group(2)) if mig_gb is None else min(mig_gb, int(m.group(2)))
+        elif key_s == "amd.com/gpu":
+            n = _count(raw, key_s, diags)
+            if n:
+                accel, count = accel or "rocm", count + n
+                why.append(key_s)
+        elif any(key_s.startswith(p) for p in OTHER_ACCELERATORS):
+            n = _count(raw, key_s, diags)
+            if n:
+                accel = accel or "other"
+                why.append(key_s)
+    runtime_class = pod_spec.get("runtimeClassName")
+    if accel is None and isinstance(runtime_class, str) and "nvidia" in runtime_class.lower():
+        accel = "cuda"
+        why.append(f"runtimeClassName {runtime_class}")
+    claims = _list(pod_spec.get("resourceClaims")) or _list(_dict(container.get("resources")).get("claims"))
+    if accel is None and claims:
+        accel = "cuda"
+        why.append("DRA resourceClaims")
+        diags.append(Diagnostic("info", "device from DRA resource claims: assumed an NVIDIA GPU"))
+
+    cpu_why: str | None = None
+    explicit: str | None = None
+    if arg_device:
+        explicit = ARG_DEVICES.get(arg_device.lower())
+        if arg_device.lower() not in ("auto", "") and explicit is None:
+            diags.append(Diagnostic("warning", "unknown device; read from the pod spec instead",
+                                    "--device", arg_device))
+    if explicit == "cpu":
+        cpu_why = "--device cpu"
+    elif env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu":
+        cpu_why = "VLLM_TARGET_DEVICE=cpu"
+    elif explicit is None and is_cpu_image(image):
+        cpu_why = f"CPU image {image}"
+
+    if cpu_why:
+        facts.device = "cpu"
+        if accel and accel != "cpu":
+            diags.append(Diagnostic("warning", f"runs on CPU ({cpu_why}) although an accelerator "
+                                    f"is requested ({', '.join(why)}): the accelerator is unused"))
+    elif explicit:
+        facts.device = explicit
+    elif accel:
+        facts.device = accel
+    else:
+        facts.device = "unknown"
+        diags.append(Diagnostic("info", "device unknown (no CPU image, --device or accelerator "
+                                "request): sized without the CPU-only terms"))
+    if accel in ("cuda", "rocm") and count:
+        facts.gpu_count = count
+
+    if facts.device in ("cuda", "rocm"):
+        products = _label_values(pod_spec, GPU_PRODUCT_LABEL)
+        if len(products) == 1:
+            facts.gpu_product = products[0]
+        elif len(products) > 1:
+            diags.append(Diagnostic("info", f"several GPU products allowed ({', '.join(products)}): "
+                                    "defaults for an unknown GPU used"))
+        mems: list[int] = []
+        for raw in _label_values(pod_spec, GPU_MEMORY_LABEL):
+            try:
+                mib = int(raw)
+                if mib <= 0:
+                    raise ValueError
+                mems.append(mib)
+            except ValueError:
+                diags.append(Diagnostic("warning", "not a GPU memory size in MiB", GPU_MEMORY_LABEL, raw))
+        if mems:
+            facts.gpu_memory_bytes = min(mems) * 2**20
+            if len(set(mems)) > 1:
+                diags.append(Diagnostic("info", "several GPU memory sizes allowed: the smallest used"))
+        elif mig_gb is not None:
+            facts.gpu_memory_bytes = mig_gb * 2**30
+            diags.append(Diagnostic("info", f"GPU memory from the MIG profile: about {mig_gb} GiB"))
+    return facts

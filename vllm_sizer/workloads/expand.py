@@ -1,0 +1,47 @@
+"""Kubernetes `$(VAR)` expansion (kubelet: third_party/forked/golang/expansion) and JSON pointers."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+def kube_expand(text: str, lookup: Callable[[str], str | None]) -> tuple[str, list[str]]:
+    """Expand `$(VAR)` the way the kubelet expands command, args and env values: `$$` is a
+    literal `$`, `$(VAR)` is replaced when VAR is known and kept literally otherwise, any other
+    `$` is literal. Returns the text and the names that stayed unresolved."""
+    out: list[str] = []
+    unresolved: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != "$" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "$":
+            out.append("$")
+            i += 2
+        elif nxt == "(":
+            close = text.find(")", i + 2)
+            if close < 0:
+                out.append("$(")
+                i += 2
+                continue
+            name = text[i + 2:close]
+            value = lookup(name)
+            if value is None:
+                out.append(f"$({name})")
+                unresolved.append(name)
+            else:
+                out.append(value)
+            i = close + 1
+        else:
+            out.append("$" + nxt)
+            i += 2
+    return "".join(out), unresolved
+
+
+def pointer(*parts: str | int) -> str:
+    """An RFC 6901 JSON pointer from path segments (`~` → `~0`, `/` → `~1`)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)

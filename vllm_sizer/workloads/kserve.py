@@ -1,0 +1,402 @@
+"""KServe: InferenceService (v1beta1) predictors with their ServingRuntime merged in, the
+Hugging Face server's argument handling, and LLMInferenceService (v1alpha1 / v1alpha2).
+
+How KServe builds the predictor container (pkg/controller/.../utils MergeRuntimeContainers and
+the InferenceService defaulter), as modelled here:
+- the runtime's container (kserve-container) is the base; the InferenceService's model spec
+  overrides it field by field: `args` = runtime args then InferenceService args (argparse: the
+  latter win), `env` merged by name (InferenceService wins), `resources` merged key by key
+  (a runtime's limits.memory survives unless the InferenceService sets one), `image`/`command`
+  replaced when set;
+- missing cpu / memory requests and limits are filled with KServe's defaults (1 / 2Gi);
+- `{{.Name}}`, `{{.Namespace}}`, `{{.Labels.x}}`, `{{.Annotations.x}}` in the runtime's
+  command/args/env are replaced; a storageUri is downloaded to /mnt/models.
+Without a runtime from the caller the stock ClusterServingRuntime for the modelFormat is used.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..estimator.versions import VllmVersion
+from .expand import pointer
+from .vllm_args import FLAGS, Diagnostic, ParsedVllm, parse_vllm_args
+from .view import ContainerView
+
+MODEL_DIR = "/mnt/models"
+DEFAULT_RESOURCES = {"cpu": "1", "memory": "2Gi"}
+
+# Stock ClusterServingRuntimes (kserve/kserve config/runtimes), reduced to what sizing reads.
+STOCK_RUNTIMES: dict[str, dict[str, Any]] = {
+    "huggingface": {
+        "name": "kserve-huggingfaceserver",
+        "container": {
+            "name": "kserve-container",
+            "image": "kserve/huggingfaceserver:latest",
+            "command": ["python", "-m", "huggingfaceserver"],  # the image's ENTRYPOINT
+            "args": ["--model_name={{.Name}}"],
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
+                          "limits": {"cpu": "1", "memory": "2Gi"}},
+        },
+    },
+    "vllm": {
+        "name": "kserve-vllmserver",
+        "container": {
+            "name": "kserve-container",
+            "image": "vllm/vllm-openai:latest",
+            "command": ["python", "-m", "vllm.entrypoints.openai.api_server"],
+            "args": ["--port=8080", "--served-model-name={{.Name}}", "--model=/mnt/models"],
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
+                          "limits": {"cpu": "1", "memory": "2Gi"}},
+        },
+    },
+}
+
+# KServe model-server and Hugging Face server flags (name with underscores → takes a value).
+HF_FLAGS: dict[str, bool] = {
+    "model_name": True, "model_id": True, "model_dir": True, "model_revision": True,
+    "tokenizer_revision": True, "backend": True, "task": True, "max_length": True,
+    "dtype": True, "disable_lower_case": False, "disable_special_tokens": False,
+    "trust_remote_code": False, "return_probabilities": False, "return_token_type_ids": False,
+    "return_raw_logits": False, "pooling": True, "http_port": True, "grpc_port": True,
+    "workers": True, "max_threads": True, "max_asyncio_workers": True, "enable_grpc": True,
+    "enable_docs_url": True, "enable_latency_logging": True, "configure_logging": True,
+    "log_config_file": True, "access_log_format": True, "predictor_host": True,
+    "predictor_protocol": True, "predictor_use_ssl": True,
+    "predictor_request_timeout_seconds": True, "predictor_request_retries": True,
+    "enable_predictor_health_check": False, "add_special_tokens": True,
+    "disable_log_requests": False, "tensor_input_names": True, "input_names": True,
+    "return_attention_mask": False, "kserve_storage": True,
+}
+
+
+def _dict(x: Any) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
+def _list(x: Any) -> list:
+    return x if isinstance(x, list) else []
+
+
+def substitute(text: Any, meta: dict) -> Any:
+    """KServe runtime templates: {{.Name}}, {{.Namespace}}, {{.Labels.k}}, {{.Annotations.k}}."""
+    if not isinstance(text, str) or "{{" not in text:
+        return text
+
+    def repl(m: re.Match) -> str:
+        expr = m.group(1).strip()
+        if expr == ".Name":
+            return str(meta.get("name") or "")
+        if expr == ".Namespace":
+            return str(meta.get("namespace") or "")
+        for key, field_ in ((".Labels.", "labels"), (".Annotations.", "annotations")):
+            if expr.startswith(key):
+                return str(_dict(meta.get(field_)).get(expr[len(key):], ""))
+        return m.group(0)
+
+    return re.sub(r"\{\{\s*([^}]*?)\s*\}\}", repl, text)
+
+
+def merge_resources(base: Any, override: Any) -> dict:
+    out: dict = {}
+    for section in ("limits", "requests"):
+        merged = {**_dict(_dict(base).get(section)), **_dict(_dict(override).get(section))}
+        if merged:
+            out[section] = merged
+    for k, v in _dict(override).items():
+        if k not in ("limits", "requests"):
+            out[k] = v
+    return out
+
+
+def fill_defaults(resources: dict) -> tuple[dict, list[str]]:
+    """KServe's defaulter: missing cpu / memory requests and limits get 1 / 2Gi."""
+    out = copy.deepcopy(resources)
+    filled: list[str] = []
+    for section in ("requests", "limits"):
+        sec = out.setdefault(section, {})
+        if not isinstance(sec, dict):
+            sec = out[section] = {}
+        for key, value in DEFAULT_RESOURCES.items():
+            if key not in sec:
+                sec[key] = value
+                filled.append(f"{section}.{key}")
+    return out, filled
+
+
+def merge_env(base: Any, override: Any) -> list:
+    by_name: dict[str, Any] = {}
+    order: list[str] = []
+    for item in _list(base) + _list(override):
+        name = _dict(item).get("name")
+        if not isinstance(name, str):
+            continue
+        if name not in by_name:
+            order.append(name)
+        by_name[name] = item
+    return [by_name[n] for n in order]
+
+
+def _runtime_container(runtime: dict) -> dict:
+    containers = _list(_dict(runtime.get("spec")).get("containers"))
+    for c in containers:
+        if _dict(c).get("name") == "kserve-container":
+            return _dict(c)
+    return _dict(containers[0]) if containers else {}
+
+
+def _format_name(model: dict) -> str:
+    fmt = _dict(model.get("modelFormat")).get("name")
+    return str(fmt).lower() if fmt else ""
+
+
+def resolve_runtime(model: dict, serving: dict[str, dict], cluster: dict[str, dict]
+                    ) -> tuple[str, dict | None, list[tuple[str, str]]]:
+    """(runtime name, runtime object or None for a stock runtime, notes)."""
+    notes: list[tuple[str, str]] = []
+    fmt = _format_name(model)
+    wanted = model.get("runtime")
+    if isinstance(wanted, str) and wanted:
+        if wanted in serving:
+            return wanted, _dict(serving[wanted]), notes
+        if wanted in cluster:
+            return wanted, _dict(cluster[wanted]), notes
+        stock = next((k for k, v in STOCK_RUNTIMES.items() if v["name"] == wanted), None)
+        if stock is None:
+            notes.append(("warning", f"runtime {wanted!r} not given to the reader: KServe's stock "
+                          f"runtime for modelFormat {fmt or '?'} assumed"))
+        return wanted, None, notes
+    candidates: list[tuple[int, int, str, dict]] = []
+    for rank, pool in enumerate((serving, cluster)):
+        for name, rt in pool.items():
+            spec = _dict(_dict(rt).get("spec"))
+            if spec.get("disabled") is True:
+                continue
+            for f in _list(spec.get("supportedModelFormats")):
+                f = _dict(f)
+                if str(f.get("name", "")).lower() == fmt and f.get("autoSelect") is True:
+                    prio = f.get("priority") if isinstance(f.get("priority"), int) else 0
+                    candidates.append((-prio, rank, name, _dict(rt)))
+    if candidates:
+        candidates.sort(key=lambda c: (c[0], c[1], c[2]))
+        return candidates[0][2], candidates[0][3], notes
+    stock = STOCK_RUNTIMES.get(fmt)
+    return (stock["name"] if stock else f"(stock runtime for {fmt or 'unknown format'})"), None, notes
+
+
+def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> list[ContainerView]:
+    meta = _dict(obj.get("metadata"))
+    predictor = _dict(_dict(obj.get("spec")).get("predictor"))
+    views: list[ContainerView] = []
+    model_key = None
+    if isinstance(predictor.get("model"), dict):
+        model_key = "model"
+    elif isinstance(predictor.get("huggingface"), dict):  # framework shorthand
+        model_key = "huggingface"
+    if model_key:
+        model = dict(predictor[model_key])
+        if model_key == "huggingface":
+            model.setdefault("modelFormat", {"name": "huggingface"})
+        views.append(_model_view(obj, meta, predictor, model, model_key, serving, cluster))
+    for idx, c in enumerate(_list(predictor.get("containers"))):
+        c = _dict(c)
+        if not c:
+            continue
+        resources = _dict(c.get("resources"))
+        notes: list[tuple[str, str]] = []
+        merged = dict(c)
+        if c.get("name", "kserve-container") == "kserve-container" or idx == 0:
+            filled_res, filled = fill_defaults(resources)
+            merged["resources"] = filled_res
+            if any(f.endswith("memory") for f in filled):
+                notes.append(("info", "memory " + ", ".join(f for f in filled if f.endswith("memory"))
+                              + " not set: KServe's default 2Gi applies"))
+        views.append(ContainerView(
+            name=str(c.get("name") or f"container-{idx}"), container=merged, pod_spec=predictor,
+            container_path=pointer("spec", "predictor", "containers", idx),
+            resources_path=pointer("spec", "predictor", "containers", idx, "resources"),
+            storage_uri=_storage_uri(predictor, c), notes=notes))
+    return views
+
+
+def _storage_uri(model: dict, container: dict | None = None) -> str | None:
+    uri = model.get("storageUri")
+    if isinstance(uri, str) and uri:
+        return uri
+    storage = _dict(model.get("storage"))
+    if isinstance(storage.get("path"), str):
+        return storage["path"]
+    for e in _list(_dict(container).get("env")):
+        e = _dict(e)
+        if e.get("name") == "STORAGE_URI" and isinstance(e.get("value"), str):
+            return e["value"]
+    return None
+
+
+def _model_view(obj: dict, meta: dict, predictor: dict, model: dict, model_key: str,
+                serving: dict[str, dict], cluster: dict[str, dict]) -> ContainerView:
+    fmt = _format_name(model)
+    name, runtime, notes = resolve_runtime(model, serving, cluster)
+    if runtime is not None:
+        rc = copy.deepcopy(_runtime_container(runtime))
+        rt_spec = _dict(runtime.get("spec"))
+    else:
+        stock = STOCK_RUNTIMES.get(fmt)
+        if stock is None:
+            for v in STOCK_RUNTIMES.values():  # a named stock runtime with another format
+                if v["name"] == name:
+                    stock = v
+        rc = copy.deepcopy(stock["container"]) if stock else {}
+        rt_spec = {}
+        if stock is None:
+            notes.append(("warning", f"modelFormat {fmt or '(none)'} has no known stock runtime "
+                          "and none was given: the container's command is unknown"))
+    for key in ("command", "args"):
+        if isinstance(rc.get(key), list):
+            rc[key] = [substitute(a, meta) for a in rc[key]]
+    rc["env"] = [
+        {**e, "value": substitute(e["value"], meta)} if isinstance(_dict(e).get("value"), str) else e
+        for e in _list(rc.get("env"))]
+    merged = dict(rc)
+    for key in ("image", "command", "workingDir"):
+        if model.get(key):
+            merged[key] = model[key]
+    merged["args"] = [*_list(rc.get("args")), *_list(model.get("args"))]
+    merged["env"] = merge_env(rc.get("env"), model.get("env"))
+    merged["envFrom"] = _list(rc.get("envFrom")) + _list(model.get("envFrom"))
+    merged["volumeMounts"] = _list(rc.get("volumeMounts")) + _list(model.get("volumeMounts"))
+    resources, filled = fill_defaults(merge_resources(rc.get("resources"), model.get("resources")))
+    merged["resources"] = resources
+    if any(f.endswith("memory") for f in filled):
+        notes.append(("info", "memory " + ", ".join(f for f in filled if f.endswith("memory"))
+                      + " set by neither runtime nor InferenceService: KServe's default 2Gi applies"))
+    storage = _storage_uri(model)
+    hf = fmt == "huggingface" or "huggingfaceserver" in str(merged.get("image", "")) \
+        or "huggingfaceserver" in " ".join(str(a) for a in _list(merged.get("command")))
+    if hf and storage and not any(str(a).startswith("--model_dir") for a in merged["args"]):
+        merged["args"].append(f"--model_dir={MODEL_DIR}")
+    pod_spec = {**{k: v for k, v in rt_spec.items() if k not in ("containers",)}, **predictor}
+    pod_spec["volumes"] = _list(rt_spec.get("volumes")) + _list(predictor.get("volumes"))
+    return ContainerView(
+        name=str(model.get("name") or rc.get("name") or "kserve-container"), container=merged,
+        pod_spec=pod_spec, container_path=pointer("spec", "predictor", model_key),
+        resources_path=pointer("spec", "predictor", model_key, "resources"),
+        storage_uri=storage, runtime=name, kserve_hf=hf, notes=notes)
+
+
+# ------------------------------------------------------------------ Hugging Face server args
+@dataclass
+class HfArgs:
+    model_id: str | None = None
+    model_name: str | None = None
+    model_dir: str | None = None
+    backend: str | None = None
+    dtype: str | None = None
+
+
+def parse_hf_args(tokens: list[str], version: VllmVersion | None = None,
+                  config_loader: Callable[[str], dict | None] | None = None
+                  ) -> tuple[ParsedVllm, HfArgs]:
+    """`python -m huggingfaceserver` arguments: KServe's own flags, then every vLLM flag, read
+    with parse_known_args (unknown flags are silently ignored by the server: warned here)."""
+    hf = HfArgs()
+    rest: list[str] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        tok = str(tokens[i])
+        i += 1
+        if tok.startswith("--"):
+            key, eq, inline = tok[2:].partition("=")
+            norm = key.replace("-", "_")
+            if norm in HF_FLAGS and norm != "dtype":
+                value = None
+                if HF_FLAGS[norm]:
+                    if eq:
+                        value = inline
+                    elif i < n and not str(tokens[i]).startswith("--"):
+                        value = str(tokens[i])
+                        i += 1
+                if norm in ("model_id", "model_name", "model_dir", "backend") and value is not None:
+                    setattr(hf, norm, value)
+                continue
+        rest.append(tok)
+    parsed = parse_vllm_args(rest, version=version, config_loader=config_loader,
+                             positional_model=False)
+    known = set(FLAGS) | {k.replace("_", "-") for k in HF_FLAGS}
+    for flag in parsed.unknown_flags:
+        close = difflib.get_close_matches(flag.lstrip("-").replace("_", "-"), list(known), n=1,
+                                          cutoff=0.8)
+        hint = f" (did you mean --{close[0]}?)" if close else ""
+        parsed.diagnostics.append(Diagnostic(
+            "warning", "flag not known to vllm-sizer: KServe's Hugging Face server reads its "
+            f"arguments with parse_known_args, so a misspelled flag is silently ignored{hint}",
+            flag=flag))
+    parsed.diagnostics[:] = [d for d in parsed.diagnostics
+                             if not (d.message == "unexpected positional argument")] + \
+        [Diagnostic("warning", "positional argument ignored by the Hugging Face server", raw=d.raw)
+         for d in parsed.diagnostics if d.message == "unexpected positional argument"]
+    if "dtype" in parsed.values:
+        hf.dtype = parsed.values["dtype"]
+    return parsed, hf
+
+
+# ------------------------------------------------------------------ LLMInferenceService
+def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
+    flags: list[str] = []
+    notes: list[tuple[str, str]] = []
+    adapters = _list(lora.get("adapters"))
+    keys = {"maxRank": "--max-lora-rank", "maxAdapters": "--max-loras",
+            "maxCpuAdapters": "--max-cpu-loras"}
+    if adapters or any(k in lora for k in keys):
+        flags.append("--enable-lora")
+    for key, flag in keys.items():
+        if lora.get(key) is not None:
+            flags += [flag, str(lora[key])]
+    modules: list[str] = []
+    for idx, a in enumerate(adapters):
+        a = _dict(a)
+        uri = a.get("uri") or a.get("storageUri") or a.get("path")
+        name = a.get("name") or f"adapter-{idx}"
+        if uri:
+            modules.append(f"{name}={uri}")
+    if modules:
+        flags += ["--lora-modules", *modules]
+    return flags, notes
+
+
+def read_llmisvc(obj: dict) -> list[ContainerView]:
+    spec = _dict(obj.get("spec"))
+    model = _dict(spec.get("model"))
+    uri = model.get("uri") if isinstance(model.get("uri"), str) else None
+    lora_flags, notes = _lora_flags(_dict(model.get("lora")))
+    views: list[ContainerView] = []
+    for base, workload in ((("spec",), spec), (("spec", "prefill"), _dict(spec.get("prefill")))):
+        if base == ("spec", "prefill") and not workload:
+            continue
+        par = _dict(workload.get("parallelism"))
+        flags = list(lora_flags)
+        for key, flag in (("tensor", "--tensor-parallel-size"), ("pipeline", "--pipeline-parallel-size"),
+                          ("data", "--data-parallel-size")):
+            if isinstance(par.get(key), int) and not isinstance(par.get(key), bool):
+                flags += [flag, str(par[key])]
+        template = _dict(workload.get("template"))
+        containers = _list(template.get("containers"))
+        idx = next((k for k, c in enumerate(containers) if _dict(c).get("name") == "main"), None)
+        view_notes = list(notes)
+        if idx is None:
+            container: dict = {"name": "main"}
+            idx = len(containers)
+            view_notes.append(("info", "no `main` container in the object: it comes from KServe's "
+                               "LLMInferenceServiceConfig; sized from spec.model"))
+        else:
+            container = _dict(containers[idx])
+        views.append(ContainerView(
+            name="main" if base == ("spec",) else "main (prefill)", container=container,
+            pod_spec=template, container_path=pointer(*base, "template", "containers", idx),
+            resources_path=pointer(*base, "template", "containers", idx, "resources"),
+            storage_uri=uri, model_uri=uri, extra_flags=flags, llmisvc=True, notes=view_notes))
+    return views

@@ -1,0 +1,633 @@
+"""Kubernetes object → one Workload per vLLM container. Never raises.
+
+Kinds: apps Deployment / StatefulSet / ReplicaSet / DaemonSet, batch Job / CronJob, v1 Pod
+(and ReplicationController), serving.kserve.io InferenceService (predictor model spec with its
+ServingRuntime, framework shorthand, custom containers) and LLMInferenceService,
+leaderworkerset.x-k8s.io LeaderWorkerSet. Anything else: [].
+
+Objects with a controller ownerReference (a KServe-made Deployment, an LWS-made StatefulSet, a
+ReplicaSet of a Deployment, ...) and objects annotated `vllm-sizer.io/skip: "true"` are still
+read, so audits see what they run, but every Workload carries `skip_reason`: the owner is sized
+instead, and mutating the child would fight its controller.
+
+A container is a vLLM container when its command (after `$(VAR)` expansion, the image's
+ENTRYPOINT for vLLM and KServe images, and `sh -c` scripts) runs `vllm serve`, the
+OpenAI api_server module or KServe's Hugging Face server; a vLLM image whose command cannot be
+read gives a Workload without settings and a diagnostic; other containers give nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import yaml
+
+from ..estimator import catalog
+from ..estimator.versions import VllmVersion
+from . import images
+from .device import detect_device
+from .expand import kube_expand, pointer
+from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
+from .model import (ANNOTATION_MODEL_CONFIG, ANNOTATION_SKIP, ANNOTATION_VLLM_CONFIG,
+                    ReadContext, Workload)
+from .quantity import parse_quantity
+from .shell import find_shell, run_script
+from .view import ContainerView
+from .vllm_args import Diagnostic, ParsedVllm, env_settings, find_invocation, parse_vllm_args
+
+APPS_KINDS = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"}
+RELEVANT_ENV = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "LD_PRELOAD",
+                "VLLM_ADDITIONAL_ARGS")
+HF_SERVER_MODULE = "huggingfaceserver"
+_CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
+
+
+def _dict(x: Any) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
+def _list(x: Any) -> list:
+    return x if isinstance(x, list) else []
+
+
+def _str(x: Any) -> str | None:
+    return x if isinstance(x, str) else None
+
+
+def _words(x: Any) -> list[str]:
+    """command / args items as strings (YAML may give numbers or booleans)."""
+    out = []
+    for item in _list(x):
+        if isinstance(item, bool):
+            out.append("true" if item else "false")
+        elif isinstance(item, (str, int, float)):
+            out.append(str(item))
+        elif item is not None:
+            out.append(json.dumps(item) if isinstance(item, (dict, list)) else str(item))
+    return out
+
+
+# ---------------------------------------------------------------------------- object level
+@dataclass
+class _ObjectInfo:
+    kind: str
+    api_version: str
+    namespace: str | None
+    name: str
+    annotations: dict[str, str]
+    skip_reason: str | None
+    context: ReadContext
+    model_config: dict[str, Any] | None = None  # one config for every container
+    model_configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by model id
+    vllm_config: dict[str, Any] | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, obj: dict, context: ReadContext) -> "_ObjectInfo":
+        meta = _dict(obj.get("metadata"))
+        annotations = {str(k): v for k, v in _dict(meta.get("annotations")).items()
+                       if isinstance(v, str)}
+        info = cls(kind=str(obj.get("kind")), api_version=str(obj.get("apiVersion")),
+                   namespace=_str(meta.get("namespace")),
+                   name=_str(meta.get("name")) or _str(meta.get("generateName")) or "",
+                   annotations=annotations, skip_reason=None, context=context)
+        for ref in _list(meta.get("ownerReferences")):
+            ref = _dict(ref)
+            if ref.get("controller") is True:
+                info.skip_reason = (f"owned by {ref.get('kind', '?')}/{ref.get('name', '?')} "
+                                    "(controller): its owner is sized instead")
+                break
+        if info.skip_reason is None and \
+                annotations.get(ANNOTATION_SKIP, "").strip().lower() in ("true", "yes", "1"):
+            info.skip_reason = f"{ANNOTATION_SKIP} annotation"
+        raw = annotations.get(ANNOTATION_MODEL_CONFIG)
+        if raw is not None:
+            info._read_model_config(raw)
+        raw = annotations.get(ANNOTATION_VLLM_CONFIG)
+        if raw is not None:
+            try:
+                loaded = yaml.safe_load(raw)
+            except Exception as exc:  # yaml raises many types
+                loaded = None
+                info.diagnostics.append(Diagnostic(
+                    "error", f"annotation is not valid YAML ({str(exc).splitlines()[0]}): "
+                    "--config contents stay unknown", ANNOTATION_VLLM_CONFIG))
+            else:
+                if isinstance(loaded, dict):
+                    info.vllm_config = loaded
+                else:
+                    info.diagnostics.append(Diagnostic(
+                        "error", "annotation must hold the --config YAML mapping",
+                        ANNOTATION_VLLM_CONFIG, raw[:80]))
+        return info
+
+    def _read_model_config(self, raw: str) -> None:
+        try:
+            loaded = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            self.diagnostics.append(Diagnostic(
+                "error", f"annotation is not valid JSON ({exc}): the model config is taken from "
+                "the catalog or resolver instead", ANNOTATION_MODEL_CONFIG, raw[:80]))
+            return
+        if isinstance(loaded, dict) and (_CONFIG_KEYS & set(loaded) or not loaded):
+            self.model_config = loaded if loaded else None
+            if not loaded:
+                self.diagnostics.append(Diagnostic("error", "annotation holds an empty object",
+                                                   ANNOTATION_MODEL_CONFIG, raw[:80]))
+        elif isinstance(loaded, dict) and all(isinstance(v, dict) for v in loaded.values()):
+            self.model_configs = {catalog.normalise_model_id(str(k)): v for k, v in loaded.items()}
+        else:
+            self.diagnostics.append(Diagnostic(
+                "error", "annotation must be a config.json object (or an object of them keyed "
+                "by model id)", ANNOTATION_MODEL_CONFIG, raw[:80]))
+
+    def config_loader(self) -> Callable[[str], dict | None] | None:
+        if self.vllm_config is None:
+            return None
+        cfg = self.vllm_config
+        return lambda _path: cfg
+
+
+# ---------------------------------------------------------------------------- public API
+def read_workloads(obj: dict, context: ReadContext | None = None) -> list[Workload]:
+    """One Workload per vLLM container of a parsed Kubernetes object; [] when the object is not
+    a workload kind or runs no vLLM. Never raises."""
+    try:
+        if not isinstance(obj, dict):
+            return []
+        ctx = context if isinstance(context, ReadContext) else ReadContext()
+        views = _views(obj, ctx)
+        if not views:
+            return []
+        info = _ObjectInfo.of(obj, ctx)
+    except Exception:  # noqa: BLE001 - the reader must never raise
+        return []
+    out: list[Workload] = []
+    for view in views:
+        try:
+            w = _read_view(info, view)
+        except Exception as exc:  # noqa: BLE001
+            w = _bare(info, view, [Diagnostic("error", f"internal error reading this container: "
+                                              f"{type(exc).__name__}: {exc}")])
+        if w is not None:
+            out.append(w)
+    return out
+
+
+def _group(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
+    kind = obj.get("kind")
+    api = obj.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api, str):
+        return []
+    group = _group(api)
+    spec = _dict(obj.get("spec"))
+    if kind in APPS_KINDS and group in ("apps", "extensions"):
+        return _pod_views(_dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec"))
+    if kind == "ReplicationController" and api == "v1":
+        return _pod_views(_dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec"))
+    if kind == "Job" and group == "batch":
+        return _pod_views(_dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec"))
+    if kind == "CronJob" and group == "batch":
+        job = _dict(_dict(spec.get("jobTemplate")).get("spec"))
+        return _pod_views(_dict(_dict(job.get("template")).get("spec")),
+                          ("spec", "jobTemplate", "spec", "template", "spec"))
+    if kind == "Pod" and api == "v1":
+        return _pod_views(spec, ("spec",))
+    if kind == "LeaderWorkerSet" and group == "leaderworkerset.x-k8s.io":
+        lwt = _dict(spec.get("leaderWorkerTemplate"))
+        views: list[ContainerView] = []
+        for key in ("leaderTemplate", "workerTemplate"):
+            tmpl = _dict(lwt.get(key))
+            if tmpl:
+                for v in _pod_views(_dict(tmpl.get("spec")),
+                                    ("spec", "leaderWorkerTemplate", key, "spec")):
+                    if key == "workerTemplate" and "leaderTemplate" in lwt:
+                        v.name = v.name  # workers keep their container name
+                    views.append(v)
+        return views
+    if group == "serving.kserve.io":
+        if kind == "InferenceService":
+            return read_isvc(obj, _dict(ctx.serving_runtimes), _dict(ctx.cluster_serving_runtimes))
+        if kind == "LLMInferenceService":
+            return read_llmisvc(obj)
+    return []
+
+
+def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
+    views = []
+    for list_name in ("containers", "initContainers"):
+        for idx, c in enumerate(_list(pod_spec.get(list_name))):
+            c = _dict(c)
+            if not c:
+                continue
+            if list_name == "initContainers" and c.get("restartPolicy") != "Always":
+                continue  # only sidecars keep running next to the others
+            views.append(ContainerView(
+                name=str(c.get("name") or f"{list_name}[{idx}]"), container=c, pod_spec=pod_spec,
+                container_path=pointer(*base, list_name, idx),
+                resources_path=pointer(*base, list_name, idx, "resources")))
+    return views
+
+
+# ---------------------------------------------------------------------------- container level
+@dataclass
+class _Located:
+    kind: str  # "vllm" | "hf"
+    flags: list[str]
+    positional: bool
+    env: dict[str, str]  # environment of the process (script exports, prefix assignments)
+    unresolved: list[str]
+    count: int = 1  # vLLM invocations seen
+
+
+def _find_hf(argv: list[str]) -> list[str] | None:
+    for idx, tok in enumerate(argv):
+        if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] == HF_SERVER_MODULE:
+            return argv[idx + 2:]
+        if os.path.basename(tok) == HF_SERVER_MODULE and (idx == 0 or argv[idx - 1] != "-m"):
+            return argv[idx + 1:]
+    return None
+
+
+def _prefix_env(argv: list[str], flags_start: int) -> dict[str, str]:
+    """NAME=VALUE words before the invocation (`env A=1 vllm serve`, `A=1 vllm serve`)."""
+    out = {}
+    for tok in argv[:flags_start]:
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", tok, re.S)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def _locate(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool,
+            depth: int = 0) -> _Located | None:
+    inv = find_invocation(argv)
+    if inv is not None:
+        flags, positional = inv
+        return _Located("vllm", flags, positional,
+                        {**env, **_prefix_env(argv, len(argv) - len(flags))}, [])
+    hf = _find_hf(argv)
+    if hf is not None:
+        return _Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])
+    sh = find_shell(argv)
+    if sh is None or depth >= 4:
+        return None
+    script, rest = sh
+    found: _Located | None = None
+    count = 0
+    for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
+        sub = _locate(cmd.words, cmd.env, unknown, maybe_env, depth + 1)
+        if sub is None:
+            continue
+        count += sub.count
+        if found is None:
+            sub.unresolved = cmd.unresolved + sub.unresolved
+            found = sub
+    if found is not None:
+        found.count = count
+    return found
+
+
+def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
+    env: dict[str, str] = {}
+    unknown: set[str] = set()
+    diags: list[Diagnostic] = []
+    for item in _list(container.get("env")):
+        item = _dict(item)
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        if item.get("valueFrom") is not None and item.get("value") in (None, ""):
+            unknown.add(name)
+            env.pop(name, None)
+            if name in RELEVANT_ENV:
+                diags.append(Diagnostic("warning", f"{name} comes from valueFrom: its value is "
+                                        "unknown to vllm-sizer", flag=name))
+            continue
+        raw = item.get("value")
+        value = "" if raw is None else (("true" if raw else "false") if isinstance(raw, bool)
+                                        else str(raw))
+        value, _ = kube_expand(value, lambda n: env.get(n))
+        env[name] = value
+        unknown.discard(name)
+    env_from = _list(container.get("envFrom"))
+    if env_from:
+        sources = []
+        for ef in env_from:
+            ef = _dict(ef)
+            for key in ("configMapRef", "secretRef"):
+                if isinstance(_dict(ef.get(key)).get("name"), str):
+                    sources.append(f"{key} {ef[key]['name']}")
+        diags.append(Diagnostic("info", "envFrom (" + (", ".join(sources) or "?") + "): variables "
+                                "it sets (e.g. VLLM_CPU_KVCACHE_SPACE) are unknown to vllm-sizer"))
+    return env, unknown, bool(env_from), diags
+
+
+def _memory(resources: dict, section: str, diags: list[Diagnostic]) -> int | None:
+    raw = _dict(resources.get(section)).get("memory")
+    if raw is None:
+        return None
+    try:
+        return parse_quantity(raw)
+    except ValueError:
+        diags.append(Diagnostic("error", "not a memory quantity", f"resources.{section}.memory",
+                                str(raw)))
+        return None
+
+
+def _dev_shm(view: ContainerView, diags: list[Diagnostic]) -> int | None:
+    mounts = {_dict(m).get("name") for m in _list(view.container.get("volumeMounts"))
+              if _dict(m).get("mountPath") in ("/dev/shm", "/dev/shm/")}
+    for vol in _list(view.pod_spec.get("volumes")):
+        vol = _dict(vol)
+        if vol.get("name") in mounts:
+            ed = _dict(vol.get("emptyDir"))
+            if ed.get("medium") == "Memory" and ed.get("sizeLimit") is not None:
+                try:
+                    return parse_quantity(ed["sizeLimit"])
+                except ValueError:
+                    diags.append(Diagnostic("warning", "not a quantity", "emptyDir.sizeLimit",
+                                            str(ed["sizeLimit"])))
+    return None
+
+
+def _default_model(version: VllmVersion | None) -> str:
+    if version is not None and not version.at_least(0, 9):
+        return "facebook/opt-125m"
+    return "Qwen/Qwen3-0.6B"
+
+
+def _storage_model(uri: str) -> str:
+    """hf://org/name → org/name; other URIs as written (the catalog matches a path ending in
+    org/name)."""
+    for prefix in ("hf://", "huggingface://"):
+        if uri.lower().startswith(prefix):
+            return uri[len(prefix):].split("@", 1)[0].strip("/")
+    return uri
+
+
+def _bare(info: _ObjectInfo, view: ContainerView, diags: list[Diagnostic],
+          skip_reason: str | None = None) -> Workload:
+    c = view.container
+    return Workload(
+        kind=info.kind, api_version=info.api_version, namespace=info.namespace, name=info.name,
+        container=view.name, container_path=view.container_path, settings=None, model=None,
+        model_config=None, model_config_source="none", image=_str(c.get("image")),
+        limit_bytes=None, request_bytes=None, resources_path=view.resources_path,
+        annotations=dict(info.annotations),
+        diagnostics=[dataclasses.replace(d, container=view.name) for d in info.diagnostics + diags],
+        skip_reason=info.skip_reason or skip_reason or view.skip_reason, runtime=view.runtime)
+
+
+def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
+    c = view.container
+    image = _str(c.get("image"))
+    diags: list[Diagnostic] = [Diagnostic(sev, msg) for sev, msg in view.notes]
+
+    env, unknown, maybe_env, env_diags = _read_env(c)
+    diags += env_diags
+
+    # command / args with the kubelet's $(VAR) expansion
+    kube_unresolved: list[str] = []
+
+    def kx(words: list[str]) -> list[str]:
+        out = []
+        for w in words:
+            text, missing = kube_expand(w, lambda n: env.get(n))
+            kube_unresolved.extend(missing)
+            out.append(text)
+        return out
+
+    command = kx(_words(c.get("command")))
+    args = kx(_words(c.get("args")))
+    for name in dict.fromkeys(kube_unresolved):
+        if name in unknown:
+            diags.append(Diagnostic("warning", f"$({name}) comes from valueFrom: its value is "
+                                    "unknown, read literally", flag=f"$({name})"))
+        elif maybe_env:
+            diags.append(Diagnostic("warning", f"$({name}) may come from envFrom: its value is "
+                                    "unknown, read literally", flag=f"$({name})"))
+        else:
+            diags.append(Diagnostic("warning", f"$({name}) is not in the container's env: the "
+                                    "kubelet leaves it literally", flag=f"$({name})"))
+
+    if command:
+        argv = command + args
+    else:
+        ep = images.entrypoint_for(image)
+        if ep is not None:
+            if ep[0] != "python" and (find_invocation(args) is not None or find_shell(args)):
+                diags.append(Diagnostic(
+                    "error", f"args repeat a command although the image's ENTRYPOINT "
+                    f"({' '.join(ep)}) runs first: vLLM will reject the arguments and the pod "
+                    "will not start; sized from the command in args"))
+                argv = args
+            else:
+                argv = ep + args
+                diags.append(Diagnostic("info", f"command from the image's ENTRYPOINT "
+                                        f"({' '.join(ep)}, by image tag)"))
+        elif view.llmisvc or find_invocation(args) is not None or find_shell(args) \
+                or _find_hf(args) is not None:
+            argv = args
+        elif image and "vllm" in image.lower() and args and args[0].startswith("-"):
+            argv = images.VLLM_SERVE + args
+            diags.append(Diagnostic("warning", f"image {image}: ENTRYPOINT unknown, assumed "
+                                    "`vllm serve`"))
+        else:
+            argv = args
+
+    located = _locate(argv, env, unknown, maybe_env)
+    if located is None and view.llmisvc:
+        extra = env.get("VLLM_ADDITIONAL_ARGS", "").split()
+        argv = ["vllm", "serve", MODEL_DIR, *view.extra_flags, *extra, *args]
+        located = _Located("vllm", argv[2:], True, dict(env), [])
+    elif located is not None and view.llmisvc and view.extra_flags:
+        located.flags = [*located.flags[:1], *view.extra_flags, *located.flags[1:]] \
+            if located.positional and located.flags and not located.flags[0].startswith("-") \
+            else [*view.extra_flags, *located.flags]
+    if located is None:
+        words = " ".join(argv)
+        vllm_like = bool(image and "vllm" in image.lower()) or view.runtime is not None
+        if vllm_like and re.search(r"\bray\b.*\bstart\b", words) and "--head" not in words:
+            return _bare(info, view, diags, skip_reason="Ray worker without a vLLM command: "
+                         "sized with the leader that runs vLLM")
+        if vllm_like:
+            diags.append(Diagnostic("warning", "no vLLM command found (vllm serve, the api_server "
+                                    "module, or KServe's huggingfaceserver): cannot size",
+                                    raw=words[:200] or None))
+            return _bare(info, view, diags)
+        return None
+    if located.count > 1:
+        diags.append(Diagnostic("warning", f"{located.count} vLLM invocations in one container: "
+                                "only the first is sized"))
+    for lit in dict.fromkeys(located.unresolved):
+        diags.append(Diagnostic("warning", f"shell expansion {lit} has no known value (valueFrom, "
+                                "envFrom, the image or a command): left literal", flag=lit))
+
+    version = images.image_version(image)
+    loader = info.config_loader()
+    hf_args = None
+    if located.kind == "hf":
+        parsed, hf_args = parse_hf_args(located.flags, version, loader)
+    else:
+        parsed = parse_vllm_args(located.flags, version=version, config_loader=loader,
+                                 positional_model=located.positional)
+        if not located.positional:  # the api_server module takes no positional model
+            for d in list(parsed.diagnostics):
+                if d.message == "unexpected positional argument":
+                    parsed.diagnostics.remove(d)
+                    parsed.diagnostics.append(Diagnostic(
+                        "warning", "positional argument: the api_server module ignores it or "
+                        "fails (pass the model with --model)", raw=d.raw))
+        if parsed.unknown_flags:
+            diags.append(Diagnostic("info", "flags without a known memory effect, not read: "
+                                    + " ".join(dict.fromkeys(parsed.unknown_flags))))
+    if parsed.config_file is None and info.vllm_config is not None:
+        diags.append(Diagnostic("info", f"{ANNOTATION_VLLM_CONFIG} is set but the command has no "
+                                "two-token --config FILE: ignored"))
+
+    eff_env = {**env, **located.env}
+    env_values, env_diags = env_settings(eff_env)
+    diags += env_diags
+    env_values.pop("device", None)
+
+    resources = _dict(c.get("resources"))
+    limit = _memory(resources, "limits", diags)
+    request = _memory(resources, "requests", diags)
+    if request is None and limit is not None:
+        request = limit  # Kubernetes defaults a missing request to the limit
+
+    arg_device = parsed.values.pop("device", None)
+    dev = detect_device(image=image, arg_device=arg_device, env=eff_env, resources=resources,
+                        pod_spec=view.pod_spec, container=c)
+    diags += dev.diagnostics
+
+    preload = eff_env.get("LD_PRELOAD")
+    if preload is not None:
+        allocator = "tcmalloc" if "tcmalloc" in preload else "unknown"
+    else:
+        allocator = "tcmalloc" if images.preloads_tcmalloc(image) else "unknown"
+
+    # ------------------------------------------------------------------ model
+    skip_reason = None
+    storage = view.storage_uri
+    model = parsed.model
+    if hf_args is not None:
+        if (hf_args.backend or "auto").lower() == "huggingface":
+            skip_reason = "KServe Hugging Face server with --backend=huggingface: not vLLM"
+        elif (hf_args.backend or "auto").lower() != "vllm":
+            diags.append(Diagnostic("info", "KServe's Hugging Face server uses vLLM only where "
+                                    "vLLM imports and supports the architecture (else the "
+                                    "Transformers backend, not sized by this estimate)"))
+        if hf_args.model_dir:
+            model = hf_args.model_dir
+        elif hf_args.model_id:
+            model = hf_args.model_id
+    lookup_keys: list[str] = []
+    if model and storage and (model == MODEL_DIR or model.startswith(MODEL_DIR + "/")):
+        model = _storage_model(storage)
+    elif model is None and storage and hf_args is not None:
+        model = _storage_model(storage)
+    if model is None:
+        model = _default_model(version)
+        diags.append(Diagnostic("warning", f"no model on the command line: vLLM serves its "
+                                f"default model {model}"))
+    if model == MODEL_DIR:
+        diags.append(Diagnostic("warning", f"model {MODEL_DIR} with no storageUri: the model "
+                                "behind it is unknown"))
+    lookup_keys.append(model)
+    parsed.model = model
+
+    # ------------------------------------------------------------------ KServe HF rules
+    if hf_args is not None:
+        dtype = (hf_args.dtype or "auto").lower()
+        if dtype == "auto":
+            if dev.device in ("cuda", "rocm"):
+                parsed.values["dtype"] = "float16"
+                diags.append(Diagnostic("info", "KServe's Hugging Face server turns --dtype auto "
+                                        "into float16 on GPU", "--dtype", hf_args.dtype or "auto"))
+            elif dev.device == "cpu":
+                parsed.values["dtype"] = "float32"
+                diags.append(Diagnostic("warning", "KServe's Hugging Face server turns --dtype auto "
+                                        "into float32 on CPU (twice the weights of bfloat16): set "
+                                        "--dtype bfloat16 to halve them", "--dtype",
+                                        hf_args.dtype or "auto"))
+        if dev.device in ("cuda", "rocm") and dev.gpu_count:
+            set_tp = parsed.values.get("tensor_parallel_size")
+            if set_tp is not None and set_tp != dev.gpu_count:
+                diags.append(Diagnostic("warning", f"KServe's Hugging Face server sets tensor "
+                                        f"parallel to the GPU count ({dev.gpu_count})",
+                                        "--tensor-parallel-size", str(set_tp)))
+            parsed.values["tensor_parallel_size"] = dev.gpu_count
+
+    if parsed.lora_modules and not parsed.values.get("enable_lora"):
+        diags.append(Diagnostic("warning", "--lora-modules without --enable-lora: vLLM refuses "
+                                "to start", "--lora-modules", " ".join(parsed.lora_modules)[:200]))
+
+    facts: dict[str, Any] = dict(
+        device=dev.device, vllm_version=str(version) if version else None,
+        gpu_memory_bytes=dev.gpu_memory_bytes, gpu_product=dev.gpu_product,
+        memory_limit_bytes=limit, allocator=allocator, dev_shm_bytes=_dev_shm(view, diags),
+        **env_values)
+    settings, sdiags = parsed.to_settings(**facts)
+    diags += sdiags
+
+    config, source, cdiags = _resolve_config(info, lookup_keys)
+    diags += cdiags
+
+    return Workload(
+        kind=info.kind, api_version=info.api_version, namespace=info.namespace, name=info.name,
+        container=view.name, container_path=view.container_path, settings=settings,
+        model=model, model_config=config, model_config_source=source, image=image,
+        limit_bytes=limit, request_bytes=request, resources_path=view.resources_path,
+        env=dict(env), annotations=dict(info.annotations),
+        diagnostics=[dataclasses.replace(d, container=view.name)
+                     for d in info.diagnostics + diags],
+        skip_reason=info.skip_reason or skip_reason or view.skip_reason,
+        effective_env=eff_env, gpu_count=dev.gpu_count, device=dev.device, vllm_version=version,
+        lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime)
+
+
+def _resolve_config(info: _ObjectInfo, keys: list[str]
+                    ) -> tuple[dict[str, Any] | None, str, list[Diagnostic]]:
+    diags: list[Diagnostic] = []
+    if info.model_config is not None:
+        return info.model_config, "annotation", diags
+    for key in keys:
+        cfg = info.model_configs.get(catalog.normalise_model_id(key))
+        if cfg is not None:
+            return cfg, "annotation", diags
+    for key in keys:
+        entry = catalog.lookup(key)
+        if entry is not None and isinstance(entry.get("config"), dict):
+            return entry["config"], "catalog", diags
+    resolver = info.context.model_resolver
+    if resolver is not None:
+        for key in keys:
+            try:
+                cfg = resolver(key)
+            except Exception as exc:  # noqa: BLE001 - a caller's resolver must not break us
+                diags.append(Diagnostic("warning", f"model resolver failed for {key!r}: "
+                                        f"{type(exc).__name__}: {exc}"))
+                continue
+            if isinstance(cfg, dict) and cfg:
+                return cfg, "resolver", diags
+    model = keys[0] if keys else "(none)"
+    diags.append(Diagnostic(
+        "error", f"cannot size: no config.json known for model {model!r} (not in the built-in "
+        "catalog" + (", not found by the resolver" if resolver is not None else "") + "). "
+        f"Supply it with the {ANNOTATION_MODEL_CONFIG} annotation (the model's config.json "
+        "inline) or a model-config ConfigMap", raw=model))
+    return None, "none", diags
+
+
+__all__ = ["read_workloads", "ReadContext", "Workload", "ParsedVllm"]

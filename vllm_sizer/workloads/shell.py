@@ -1,0 +1,385 @@
+"""Enough of a POSIX shell to find the vLLM command in a `sh -c` / `bash -c` script.
+
+The script is split into simple commands (newline, `;`, `&&`, `||`, `|`, `&`, `(`, `)`), with
+shell quoting (shlex rules: single quotes literal, double quotes with backslash escapes,
+backslash-newline continuations, comments) and parameter expansion from what is known:
+`$VAR`, `${VAR}`, `${VAR:-default}` (and `-`, `:=`, `=`, `:+`, `+`), `$@` / `$1` from the
+arguments after the script. Unquoted expansions are split into words as the shell splits them
+(so `vllm serve $MODEL $EXTRA_ARGS` works). A variable whose value is not known (from
+`valueFrom`, `envFrom`, or the image) stays literal and is reported, never guessed.
+`export NAME=value` / `NAME=value` before a command update the variables for later commands.
+
+A hand-written tokenizer rather than `shlex.split`: expansion must know the quoting context
+(`'$X'` is literal, `"$X"` is one word, `$X` is split), which shlex discards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}",
+            "time", "case", "esac", "for", "in"}
+MAX_SCRIPT = 200_000  # characters; longer scripts are read up to this point
+MAX_DEPTH = 4  # nested `sh -c` levels
+
+
+@dataclass
+class Command:
+    words: list[str]
+    env: dict[str, str]  # exported variables as this command sees them (prefix assignments too)
+    unresolved: list[str] = field(default_factory=list)  # variables left literal in its words
+
+
+def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
+    """(script, arguments after it: $0, $1, ...) when argv runs `sh -c SCRIPT ...`, allowing
+    wrappers before the shell (`/usr/bin/env bash -c`, `tini -- sh -c`)."""
+    for idx, tok in enumerate(argv):
+        if os.path.basename(str(tok)) not in SHELLS:
+            continue
+        j = idx + 1
+        has_c = False
+        while j < len(argv):
+            opt = str(argv[j])
+            if opt == "--":
+                j += 1
+                break
+            if not opt.startswith(("-", "+")) or opt in ("-", "+"):
+                break
+            if not opt.startswith("--") and "c" in opt[1:]:
+                has_c = True
+            if opt.startswith(("-o", "+o")) and opt[1:] == "o" or opt == "-O":
+                j += 1  # `-o pipefail`
+            j += 1
+        if has_c and j < len(argv):
+            return str(argv[j]), [str(a) for a in argv[j + 1:]]
+        return None
+    return None
+
+
+class _Tokenizer:
+    def __init__(self, script: str, vars_: dict[str, str], unknown: set[str], maybe_env: bool,
+                 positional: list[str]):
+        self.s = script[:MAX_SCRIPT]
+        self.vars = vars_
+        self.unknown = unknown
+        self.maybe_env = maybe_env
+        self.positional = positional  # $0, $1, ...
+        self.i = 0
+
+    # ---------------------------------------------------------------- variable lookup
+    def _state(self, name: str) -> tuple[str, str | None]:
+        if name in self.vars:
+            return "set", self.vars[name]
+        if name in self.unknown or self.maybe_env:
+            return "unknown", None
+        return "unset", None
+
+    def _special(self, name: str) -> tuple[str, str | None]:
+        if name.isdigit():
+            k = int(name)
+            if k < len(self.positional):
+                return "set", self.positional[k]
+            return "unset", None
+        if name in ("@", "*"):
+            return "set", " ".join(self.positional[1:])
+        if name == "#":
+            return "set", str(max(0, len(self.positional) - 1))
+        return "unknown", None
+
+    def _braced(self, inner: str) -> tuple[str, str | None]:
+        """${...}: returns (state, value) after applying the operator."""
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*|\d+|[@*#?$!-])(.*)$", inner, re.S)
+        if not m:
+            return "unknown", None
+        name, rest = m.group(1), m.group(2)
+        state, value = self._special(name) if not _NAME_RE.fullmatch(name) else self._state(name)
+        if rest == "":
+            return state, value
+        op_m = re.match(r"^(:-|-|:=|=|:\+|\+)(.*)$", rest, re.S)
+        if not op_m:
+            return "unknown", None
+        op, word = op_m.group(1), op_m.group(2)
+        word_value = " ".join(_Tokenizer(word, self.vars, self.unknown, self.maybe_env,
+                                         self.positional).words_only())
+        if state == "unknown":
+            return "unknown", None
+        empty = state == "unset" or (op.startswith(":") and value == "")
+        if op in (":-", "-", ":=", "="):
+            if state == "unset" or (op.startswith(":") and empty):
+                if op in (":=", "=") and _NAME_RE.fullmatch(name):
+                    self.vars[name] = word_value
+                return "set", word_value
+            return "set", value
+        # :+ / +
+        use = state == "set" and not (op == ":+" and value == "")
+        return "set", word_value if use else ""
+
+    # ---------------------------------------------------------------- scanning helpers
+    def _match(self, start: int, open_: str, close: str) -> int:
+        """Index just past the bracket closing the one at `start` (naive nesting)."""
+        depth = 0
+        j = start
+        while j < len(self.s):
+            ch = self.s[j]
+            if ch == "\\":
+                j += 2
+                continue
+            if ch == open_:
+                depth += 1
+            elif ch == close:
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            j += 1
+        return len(self.s)
+
+    def _dollar(self) -> tuple[str, str, str, bool]:
+        """At a `$`: returns (kind, text, literal, is_at) where kind is set/unknown/unset/lit."""
+        s, i = self.s, self.i
+        nxt = s[i + 1] if i + 1 < len(s) else ""
+        if nxt == "(":
+            end = self._match(i + 1, "(", ")")
+            self.i = end
+            return "unknown", "", s[i:end], False
+        if nxt == "{":
+            end = self._match(i + 1, "{", "}")
+            self.i = end
+            inner = s[i + 2:end - 1]
+            state, value = self._braced(inner)
+            return state, value or "", s[i:end], inner in ("@", "*")
+        if nxt and (nxt.isalpha() or nxt == "_"):
+            m = _NAME_RE.match(s, i + 1)
+            assert m
+            self.i = m.end()
+            state, value = self._state(m.group(0))
+            return state, value or "", s[i:m.end()], False
+        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+            self.i = i + 2
+            state, value = self._special(nxt)
+            return state, value or "", s[i:i + 2], nxt in ("@", "*")
+        self.i = i + 1
+        return "lit", "$", "$", False
+
+    # ---------------------------------------------------------------- tokenizing
+    def commands(self) -> Iterator[tuple[list[str], list[str]]]:
+        """Yields (words, unresolved) per simple command; reads self.vars lazily, so a caller
+        may apply assignments between commands."""
+        s = self.s
+        n = len(s)
+        words: list[str] = []
+        unresolved: list[str] = []
+        cur: list[str] = []
+        have = False
+        drop_next = False  # the next word is a redirection target
+
+        def end_word() -> None:
+            nonlocal cur, have, drop_next
+            if have:
+                if drop_next:
+                    drop_next = False
+                else:
+                    words.append("".join(cur))
+            cur, have = [], False
+
+        def add_split(value: str) -> None:
+            nonlocal have
+            for k, piece in enumerate(re.split(r"[ \t\n]+", value)):
+                if k > 0:
+                    end_word()
+                if piece:
+                    cur.append(piece)
+                    have = True
+
+        def add_at(quoted: bool) -> None:
+            nonlocal cur, have
+            params = self.positional[1:]
+            for k, p in enumerate(params):
+                if k > 0:
+                    if quoted:
+                        words.append("".join(cur)) if not drop_next else None
+                        cur, have = [], False
+                    else:
+                        end_word()
+                if quoted:
+                    cur.append(p)
+                    have = True
+                else:
+                    add_split(p)
+
+        def expansion(quoted: bool) -> None:
+            nonlocal have
+            kind, value, literal, is_at = self._dollar()
+            if kind == "lit":
+                cur.append(literal)
+                have = True
+            elif kind == "set":
+                if is_at:
+                    add_at(quoted)
+                elif quoted:
+                    cur.append(value)
+                    have = True
+                else:
+                    add_split(value)
+            elif kind == "unset" and literal.startswith("${") is False and is_at:
+                pass
+            else:  # unknown or unset: keep literal, report
+                cur.append(literal)
+                have = True
+                unresolved.append(literal)
+
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r":
+                end_word()
+                self.i += 1
+            elif c == "\n" or c in ";|()":
+                end_word()
+                self.i += 1
+                if words:
+                    yield words, unresolved
+                words, unresolved = [], []
+                drop_next = False
+            elif c == "&":
+                if self.i + 1 < n and s[self.i + 1] == ">":  # &> file
+                    end_word()
+                    self.i += 2
+                    drop_next = True
+                    continue
+                end_word()
+                self.i += 1
+                if words:
+                    yield words, unresolved
+                words, unresolved = [], []
+                drop_next = False
+            elif c in "<>":
+                if have and "".join(cur).isdigit():  # 2>file: drop the fd number
+                    cur, have = [], False
+                end_word()
+                self.i += 1
+                while self.i < n and s[self.i] in "<>&":
+                    self.i += 1
+                if self.i < n and s[self.i].isdigit() and s[self.i - 1] == "&":
+                    while self.i < n and s[self.i].isdigit():  # >&2, 2>&1
+                        self.i += 1
+                    continue
+                drop_next = True
+            elif c == "#" and not have:
+                while self.i < n and s[self.i] != "\n":
+                    self.i += 1
+            elif c == "\\":
+                if self.i + 1 < n:
+                    if s[self.i + 1] != "\n":
+                        cur.append(s[self.i + 1])
+                        have = True
+                    self.i += 2
+                else:
+                    self.i += 1
+            elif c == "'":
+                end = s.find("'", self.i + 1)
+                end = n if end < 0 else end
+                cur.append(s[self.i + 1:end])
+                have = True
+                self.i = end + 1
+            elif c == '"':
+                self.i += 1
+                have = True
+                while self.i < n and s[self.i] != '"':
+                    ch = s[self.i]
+                    if ch == "\\" and self.i + 1 < n:
+                        nx = s[self.i + 1]
+                        if nx in '$`"\\':
+                            cur.append(nx)
+                        elif nx != "\n":
+                            cur.append("\\" + nx)
+                        self.i += 2
+                    elif ch == "$":
+                        expansion(quoted=True)
+                    elif ch == "`":
+                        end = s.find("`", self.i + 1)
+                        end = n if end < 0 else end
+                        literal = s[self.i:end + 1]
+                        cur.append(literal)
+                        unresolved.append(literal)
+                        self.i = end + 1
+                    else:
+                        cur.append(ch)
+                        self.i += 1
+                self.i += 1
+            elif c == "$":
+                expansion(quoted=False)
+            elif c == "`":
+                end = s.find("`", self.i + 1)
+                end = n if end < 0 else end
+                literal = s[self.i:end + 1]
+                cur.append(literal)
+                have = True
+                unresolved.append(literal)
+                self.i = end + 1
+            else:
+                cur.append(c)
+                have = True
+                self.i += 1
+        end_word()
+        if words:
+            yield words, unresolved
+
+    def words_only(self) -> list[str]:
+        out: list[str] = []
+        for words, _ in self.commands():
+            out.extend(words)
+        return out
+
+
+def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None,
+               maybe_env: bool = False, positional: list[str] | None = None) -> list[Command]:
+    """The simple commands of a script, each with the exported environment it runs with.
+    `env`: literal container env; `unknown`: names set from valueFrom (value unknown);
+    `maybe_env`: envFrom present, so any other name may be set too."""
+    vars_ = dict(env)
+    exported = dict(env)
+    tok = _Tokenizer(script, vars_, set(unknown or ()), maybe_env, list(positional or ["sh"]))
+    out: list[Command] = []
+    for words, unresolved in tok.commands():
+        ws = list(words)
+        while ws and ws[0] in KEYWORDS:
+            ws.pop(0)
+        if not ws:
+            continue
+        prefix: dict[str, str] = {}
+        k = 0
+        while k < len(ws) and _ASSIGN_RE.match(ws[k]):
+            m = _ASSIGN_RE.match(ws[k])
+            assert m
+            prefix[m.group(1)] = m.group(2)
+            k += 1
+        if k == len(ws):  # only assignments: shell variables (exported if already exported)
+            for name, value in prefix.items():
+                vars_[name] = value
+                tok.unknown.discard(name)
+                if name in exported:
+                    exported[name] = value
+            continue
+        cmd = ws[k:]
+        if cmd[0] == "export" or (cmd[0] in ("declare", "typeset") and "-x" in cmd[1:]):
+            for arg in cmd[1:]:
+                m = _ASSIGN_RE.match(arg)
+                if m:
+                    vars_[m.group(1)] = m.group(2)
+                    exported[m.group(1)] = m.group(2)
+                    tok.unknown.discard(m.group(1))
+                elif _NAME_RE.fullmatch(arg) and arg in vars_:
+                    exported[arg] = vars_[arg]
+            continue
+        if cmd[0] == "unset":
+            for arg in cmd[1:]:
+                vars_.pop(arg, None)
+                exported.pop(arg, None)
+            continue
+        out.append(Command(words=cmd, env={**exported, **prefix}, unresolved=list(unresolved)))
+    return out
