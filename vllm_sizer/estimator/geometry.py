@@ -8,6 +8,7 @@ published counts (tests/data/published_parameter_counts.json).
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Mapping
 
 from pydantic import BaseModel
@@ -228,7 +229,11 @@ class ModelGeometry(BaseModel, frozen=True):
     def kv_width(self) -> int:
         return self.num_kv_heads * self.head_dim
 
-    def lora_linear_shapes(self) -> list[LinearShape]:
+    def lora_linear_shapes(self) -> tuple[LinearShape, ...]:
+        return self._lora_shapes
+
+    @cached_property
+    def _lora_shapes(self) -> tuple[LinearShape, ...]:
         """The linear layers vLLM wraps for LoRA in one decoder layer (vllm/lora/layers):
         merged qkv (column parallel, 3 slices), o_proj (row), merged gate_up (column, 2 slices),
         down_proj (row). For MLA the q/kv projections stand in for qkv. MoE expert weights are
@@ -274,7 +279,7 @@ class ModelGeometry(BaseModel, frozen=True):
                                           out_slices=(w,), row_parallel=False))
             shapes.append(LinearShape(name=f"down_proj[{w}]", in_features=w,
                                       out_slices=(h,), row_parallel=True))
-        return shapes
+        return tuple(shapes)
 
     # ------------------------------------------------------------------ counts
     def attention_parameters_per_layer(self) -> int:
@@ -327,6 +332,10 @@ class ModelGeometry(BaseModel, frozen=True):
         return (self.norms_per_layer * self.num_layers + 1) * per_norm
 
     def parameter_count(self) -> int:
+        return self._parameter_count
+
+    @cached_property
+    def _parameter_count(self) -> int:
         """Total parameters of the language model (vision tower added separately)."""
         mlp, _ = self.mlp_parameters()
         return (self.embedding_parameters() + self.num_layers * self.attention_parameters_per_layer()

@@ -24,7 +24,7 @@ per worker); which of those scalings were measured is derived from the rows and 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -129,24 +129,22 @@ class CalibrationRow:
     tokens: int
     difference_bytes: int
     source: str
+    # Derived once at load (see `_derive`): the scratch net of adapter storage, the mechanism at
+    # this row's T, and the factor between them.
+    scratch_bytes: float = 0.0
+    mechanism: float = 0.0
+    factor: float = 0.0
 
-    @property
-    def scratch_bytes(self) -> float:
-        """The prefill scratch alone: the on−off difference minus the adapter storage the
-        LoRA-on run also held (one stacked slot and one cached adapter). lm_head/embedding LoRA
-        buffers are not subtracted (whether the run had them depends on its vLLM version):
-        the scratch keeps them, the larger reading."""
-        storage = 2 * adapter_slot_bytes(self.geometry, self.rank, self.lora_dtype_bytes,
-                                         vocab_lora=False)
-        return max(self.difference_bytes - storage, 0)
 
-    @property
-    def mechanism(self) -> float:
-        return mechanism_bytes_per_token(self.geometry, self.rank, self.lora_dtype_bytes) * self.tokens
-
-    @property
-    def factor(self) -> float:
-        return self.scratch_bytes / self.mechanism
+def _derive(row: CalibrationRow) -> CalibrationRow:
+    """The prefill scratch alone: the on−off difference minus the adapter storage the LoRA-on
+    run also held (one stacked slot and one cached adapter). lm_head/embedding LoRA buffers are
+    not subtracted (whether the run had them depends on its vLLM version): the scratch keeps
+    them, the larger reading."""
+    storage = 2 * adapter_slot_bytes(row.geometry, row.rank, row.lora_dtype_bytes, vocab_lora=False)
+    scratch = max(row.difference_bytes - storage, 0)
+    mech = mechanism_bytes_per_token(row.geometry, row.rank, row.lora_dtype_bytes) * row.tokens
+    return replace(row, scratch_bytes=scratch, mechanism=mech, factor=scratch / mech)
 
 
 _DTYPE = {"bfloat16": 2, "float16": 2, "float32": 4}
@@ -164,12 +162,22 @@ def load_calibration() -> tuple[CalibrationRow, ...]:
             intermediate_size=g["intermediate_size"], num_attention_heads=g["num_attention_heads"],
             num_kv_heads=g["num_kv_heads"], head_dim=g["head_dim"], vocab_size=g["vocab_size"],
             model_type=g.get("model_type", ""))
-        rows.append(CalibrationRow(
+        rows.append(_derive(CalibrationRow(
             id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
             geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
             tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
-            source=r["source"]))
+            source=r["source"])))
     return tuple(rows)
+
+
+@lru_cache(maxsize=1)
+def _measured_ranges() -> tuple[frozenset, frozenset, frozenset, frozenset]:
+    """Ranks, widest projections, layer counts and LoRA dtypes the rows cover."""
+    rows = load_calibration()
+    return (frozenset(r.rank for r in rows),
+            frozenset(widest_lora_projection(r.geometry) for r in rows),
+            frozenset(r.geometry.num_layers for r in rows),
+            frozenset(r.lora_dtype_bytes for r in rows))
 
 
 @dataclass(frozen=True)
@@ -269,7 +277,7 @@ def calculate_lora_prefill_scratch_bytes(geometry: ModelGeometry, rank: int, tok
                      f"{r.difference_bytes / GiB:.2f} GiB (OOM)")
     if floor_row is not None:
         notes.append(f"LoRA prefill scratch raised to the measured point {floor_row.id}")
-    notes.extend(_scaling_notes(geometry, rank, lora_dtype_bytes, tensor_parallel, rows))
+    notes.extend(_scaling_notes(geometry, rank, lora_dtype_bytes, tensor_parallel))
     if workers > 1:
         notes.append(f"LoRA prefill scratch counted on each of {workers} worker processes "
                      "(they prefill in lockstep inside one pod)")
@@ -291,22 +299,20 @@ def _linear_extrapolation(tokens: int, rows: list[CalibrationRow], per_token: fl
 
 
 def _scaling_notes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
-                   tensor_parallel: int, rows: tuple[CalibrationRow, ...]) -> list[str]:
+                   tensor_parallel: int) -> list[str]:
     notes = []
-    ranks = sorted({r.rank for r in rows})
-    widths = sorted({widest_lora_projection(r.geometry) for r in rows})
-    layers = sorted({r.geometry.num_layers for r in rows})
+    ranks, widths, layers, dtypes = _measured_ranges()
     if rank not in ranks:
-        notes.append(f"rank {rank} outside measured ranks {ranks}: scaled linearly in rank "
+        notes.append(f"rank {rank} outside measured ranks {sorted(ranks)}: scaled linearly in rank "
                      "(mechanism, assumed)")
     w = widest_lora_projection(geometry)
     if w not in widths:
-        notes.append(f"widest LoRA projection {w} outside measured widths {widths}: scaled "
+        notes.append(f"widest LoRA projection {w} outside measured widths {sorted(widths)}: scaled "
                      "linearly in width (mechanism, assumed)")
     if geometry.num_layers not in layers:
-        notes.append(f"{geometry.num_layers} layers outside measured layer counts {layers}: "
+        notes.append(f"{geometry.num_layers} layers outside measured layer counts {sorted(layers)}: "
                      "layer count is not a driver by the mechanism (ops are freed per layer)")
-    if lora_dtype_bytes not in {r.lora_dtype_bytes for r in rows}:
+    if lora_dtype_bytes not in dtypes:
         notes.append("LoRA dtype outside the measured dtypes: scaled by element size (mechanism)")
     if tensor_parallel > 1:
         notes.append(f"tensor parallel {tensor_parallel}: per-worker widths sharded as vLLM shards "

@@ -38,7 +38,7 @@ class VllmVersion(BaseModel, frozen=True):
         return (self.major, self.minor, self.patch)
 
     def at_least(self, *v: int) -> bool:
-        return self.tuple >= tuple(v) + (0,) * (3 - len(v))
+        return (self.major, self.minor, self.patch) >= v + (0,) * (3 - len(v))
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, VllmVersion):
