@@ -170,3 +170,14 @@ def test_headroom_parsing(raw, value):
 def test_headroom_rejects_nonsense(raw):
     with pytest.raises(ValueError):
         parse_headroom(raw)
+
+
+def test_ceiling_hint_fits_after_headroom():
+    from vllm_sizer.estimator import ModelGeometry, build_report
+    r = review(deployment(), limit_range_max_bytes=16 * GiB)
+    d = r.containers[0]
+    assert d.fitting_tokens
+    fixed = LORA.model_copy(update={"max_num_batched_tokens": d.fitting_tokens})
+    total = build_report(ModelGeometry.from_hf_config(QWEN3_0_6B), fixed).total_memory_bytes
+    assert PolicySettings().needed_limit(total) <= 16 * GiB
+    assert f"--max-num-batched-tokens {d.fitting_tokens}" in r.message

@@ -175,11 +175,11 @@ def render_text(results: list[ObjectDecision]) -> str:
             lines.append(f"{ident}: not a vLLM workload, untouched")
             continue
         lines.append(f"{ident}: {r.verdict.upper()}")
-        lines.append(f"  {'container':<16}{'verdict':<9}{'estimate':>10}{'limit':>10}{'→ new':>10}  model")
+        lines.append(f"  {'container':<20}{'verdict':<9}{'estimate':>10}{'limit':>10}{'→ new':>10}  model")
         for d in r.containers:
             est = gi(d.report.total_memory_bytes) if d.report else "-"
             after = gi(d.limit_after) if d.limit_after != d.limit_before else ""
-            lines.append(f"  {d.workload.container:<16}{d.verdict:<9}{est:>10}"
+            lines.append(f"  {d.workload.container:<20}{d.verdict:<9}{est:>10}"
                          f"{gi(d.limit_before):>10}{after:>10}  {d.workload.model or '?'}")
         if r.verdict == "deny":
             lines.append(f"  Error from server (Forbidden): admission webhook denied the request: {r.message}")

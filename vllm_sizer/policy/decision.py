@@ -82,9 +82,11 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
             and mode in ("mutate", "enforce"):
         d.verdict, d.reason = "deny", ceiling_name
         d.message = messages.over_ceiling(w, report, needed, ceiling, ceiling_name)
-        d.fitting_tokens = _fitting_tokens(geometry, settings, ceiling, report)
+        # what fits must still fit after headroom and rounding are added
+        room = (ceiling // policy.rounding_bytes * policy.rounding_bytes) / (1 + headroom)
+        d.fitting_tokens = _fitting_tokens(geometry, settings, int(room), report)
         if d.fitting_tokens:
-            d.message += messages.fitting_hint(d.fitting_tokens, ceiling)
+            d.message += messages.fitting_hint(d.fitting_tokens, ceiling).replace(", or set", "; set")
         return d
 
     if mode == "warn":

@@ -61,8 +61,8 @@ def undersized_warning(w: Workload, report: MemoryReport, needed: int, fitting: 
 def over_ceiling(w: Workload, report: MemoryReport, needed: int, ceiling: int, reason: str) -> str:
     what = "the namespace LimitRange max" if reason == "over-limitrange" else "the largest node's memory"
     return (f"vllm-sizer: {_who(w)}: needs {gi(needed)} (estimated peak "
-            f"{gi(report.total_memory_bytes)}: {_terms(report)}), above {what} {gi(ceiling)}; "
-            "the pod could never run")
+            f"{gi(report.total_memory_bytes)}: {_terms(report)}), above {what} {gi(ceiling)}, "
+            "so the pod could never run")
 
 
 def kv_auto_sized(w: Workload, report: MemoryReport, pin_gib: float) -> str:
@@ -78,7 +78,7 @@ def kv_auto_sized_warning(report: MemoryReport, pin_gib: float) -> str:
 
 
 def kv_pinned_warning(pin_gib: float) -> str:
-    return f"set VLLM_CPU_KVCACHE_SPACE={pin_gib:g} so the KV cache cannot take the LoRA scratch's room"
+    return f"VLLM_CPU_KVCACHE_SPACE={pin_gib:g} pins the KV cache, so it cannot grow into the LoRA scratch's room"
 
 
 def gpu_does_not_fit(w: Workload, report: MemoryReport) -> str:
@@ -98,9 +98,9 @@ def mutated_warning(d: "ContainerDecision") -> str:
     if d.request_after != d.request_before:
         parts.append(f"request {gi(d.request_before)} → {gi(d.request_after)}")
     if d.pin_kv_gib is not None:
-        parts.append(f"VLLM_CPU_KVCACHE_SPACE={d.pin_kv_gib:g}")
+        parts.append(f"env VLLM_CPU_KVCACHE_SPACE={d.pin_kv_gib:g} added")
     total = gi(d.report.total_memory_bytes) if d.report else "?"
-    return f"{d.workload.container}: memory {', '.join(parts)} (estimated peak {total})"
+    return f"{d.workload.container}: {', '.join(parts)} (estimated peak {total})"
 
 
 def decision_text(d: "ContainerDecision") -> str:
