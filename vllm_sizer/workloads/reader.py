@@ -422,6 +422,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 
     if command:
         argv = command + args
+    elif view.llmisvc:
+        argv = args  # KServe's LLMInferenceServiceConfig supplies the command, not the image
     else:
         ep = images.entrypoint_for(image)
         if ep is not None:

@@ -81,7 +81,7 @@ class _Tokenizer:
         return "unset", None
 
     def _special(self, name: str) -> tuple[str, str | None]:
-        if name.isdigit():
+        if name.isascii() and name.isdigit():
             k = int(name)
             if k < len(self.positional):
                 return "set", self.positional[k]
@@ -94,7 +94,7 @@ class _Tokenizer:
 
     def _braced(self, inner: str) -> tuple[str, str | None]:
         """${...}: returns (state, value) after applying the operator."""
-        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*|\d+|[@*#?$!-])(.*)$", inner, re.S)
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(.*)$", inner, re.S)
         if not m:
             return "unknown", None
         name, rest = m.group(1), m.group(2)
@@ -153,13 +153,12 @@ class _Tokenizer:
             inner = s[i + 2:end - 1]
             state, value = self._braced(inner)
             return state, value or "", s[i:end], inner in ("@", "*")
-        if nxt and (nxt.isalpha() or nxt == "_"):
-            m = _NAME_RE.match(s, i + 1)
-            assert m
+        m = _NAME_RE.match(s, i + 1) if nxt else None
+        if m:
             self.i = m.end()
             state, value = self._state(m.group(0))
             return state, value or "", s[i:m.end()], False
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+        if nxt and (nxt in "0123456789@*#?$!-"):
             self.i = i + 2
             state, value = self._special(nxt)
             return state, value or "", s[i:i + 2], nxt in ("@", "*")
@@ -226,8 +225,6 @@ class _Tokenizer:
                     have = True
                 else:
                     add_split(value)
-            elif kind == "unset" and literal.startswith("${") is False and is_at:
-                pass
             else:  # unknown or unset: keep literal, report
                 cur.append(literal)
                 have = True

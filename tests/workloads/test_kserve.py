@@ -1,0 +1,272 @@
+"""KServe InferenceService (runtime merge, stock runtimes, HF server rules) and LLMInferenceService."""
+
+import yaml
+
+from vllm_sizer.workloads.model import ReadContext
+from vllm_sizer.workloads.reader import read_workloads
+
+
+def one(text, context=None):
+    ws = read_workloads(yaml.safe_load(text), context)
+    assert len(ws) == 1, ws
+    return ws[0]
+
+
+def messages(w, severity=None):
+    return [str(d) for d in w.diagnostics if severity is None or d.severity == severity]
+
+
+HF_GPU = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: qwen3, namespace: models}
+spec:
+  predictor:
+    nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}
+    model:
+      modelFormat: {name: huggingface}
+      storageUri: hf://Qwen/Qwen3-8B
+      args:
+      - --max-model-len=8192
+      - --max_num_batched_token=2048
+      - --tensor-parallel-size=1
+      resources:
+        limits: {cpu: "6", nvidia.com/gpu: "2"}
+        requests: {cpu: "6"}
+"""
+
+
+def test_hf_runtime_stock_defaults_on_gpu():
+    w = one(HF_GPU)
+    assert w.container_path == "/spec/predictor/model"
+    assert w.resources_path == "/spec/predictor/model/resources"
+    assert w.runtime == "kserve-huggingfaceserver"
+    s = w.settings
+    assert s.model == w.model == "Qwen/Qwen3-8B" and w.model_config_source == "catalog"
+    assert s.device == "cuda" and w.gpu_count == 2
+    assert s.tensor_parallel_size == 2  # the HF server sets TP to the GPU count
+    assert s.dtype == "float16"  # --dtype auto → float16 on GPU
+    assert s.max_model_len == 8192
+    assert s.gpu_product == "NVIDIA-L4"
+    # runtime limits.memory 2Gi survives the key-by-key merge (the isvc sets only cpu)
+    assert w.limit_bytes == 2 * 2**30 and w.request_bytes == 2 * 2**30
+    warns = messages(w, "warning")
+    assert any("--max-num-batched-token" in m and "parse_known_args" in m
+               and "did you mean --max-num-batched-tokens" in m for m in warns)
+    assert any("tensor parallel to the GPU count" in m for m in warns)
+    assert "--model_dir=/mnt/models" in w.argv
+
+
+def test_hf_runtime_model_id_on_cpu_float32():
+    w = one("""
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: small}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: huggingface}
+      image: kserve/huggingfaceserver:v0.15.2-cpu
+      args: [--model_id=Qwen/Qwen3-0.6B, --backend=vllm, --max-num-seqs, "8"]
+      resources:
+        limits: {cpu: "8", memory: 24Gi}
+""")
+    s = w.settings
+    assert s.model == "Qwen/Qwen3-0.6B" and s.device == "cpu"
+    assert s.dtype == "float32" and s.max_num_seqs == 8
+    assert w.limit_bytes == 24 * 2**30
+    assert w.request_bytes == 2 * 2**30  # runtime's request survives
+    assert any("float32 on CPU" in m for m in messages(w, "warning"))
+
+
+def test_hf_backend_huggingface_is_not_vllm():
+    w = one("""
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bert}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: huggingface}
+      args: [--model_id=google-bert/bert-base-uncased, --backend=huggingface]
+""")
+    assert w.skip_reason and "not vLLM" in w.skip_reason
+
+
+RUNTIME = """
+apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata: {name: vllm-cpu-runtime}
+spec:
+  supportedModelFormats:
+  - {name: vLLM, autoSelect: true, priority: 2}
+  containers:
+  - name: kserve-container
+    image: public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.2
+    command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    args: ["--port=8080", "--served-model-name={{.Name}}", "--model=/mnt/models",
+           "--max-num-batched-tokens=8192", "--max-num-seqs=64"]
+    env: [{name: VLLM_CPU_KVCACHE_SPACE, value: "4"}]
+    resources:
+      requests: {cpu: "4", memory: 8Gi}
+      limits: {memory: 32Gi}
+"""
+
+ISVC_VLLM = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: qwen-vllm}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: vLLM}
+      %s
+      storageUri: hf://Qwen/Qwen3-4B
+      args: ["--max-num-batched-tokens=2048"]
+      env: [{name: VLLM_CPU_KVCACHE_SPACE, value: "6"}]
+      resources:
+        requests: {memory: 12Gi}
+"""
+
+
+def test_vllm_runtime_from_context_merges_args_env_resources():
+    rt = yaml.safe_load(RUNTIME)
+    for runtime_line, ctx in [
+        ("runtime: vllm-cpu-runtime", ReadContext(serving_runtimes={"vllm-cpu-runtime": rt})),
+        ("", ReadContext(cluster_serving_runtimes={"vllm-cpu-runtime": rt})),  # auto-selected
+    ]:
+        w = one(ISVC_VLLM % runtime_line, ctx)
+        s = w.settings
+        assert w.runtime == "vllm-cpu-runtime"
+        assert s.device == "cpu" and s.vllm_version == "0.10.2"
+        assert s.max_num_batched_tokens == 2048  # isvc args come last and win
+        assert s.max_num_seqs == 64
+        assert s.cpu_kvcache_space_gib == 6  # env merged by name, isvc wins
+        assert w.model == "Qwen/Qwen3-4B"  # /mnt/models ← storageUri
+        assert w.limit_bytes == 32 * 2**30 and w.request_bytes == 12 * 2**30
+        assert s.allocator == "tcmalloc"
+
+
+def test_vllm_stock_runtime_without_context():
+    w = one(ISVC_VLLM % "")
+    assert w.runtime == "kserve-vllmserver"
+    assert w.model == "Qwen/Qwen3-4B" and w.settings.max_num_batched_tokens == 2048
+    assert w.limit_bytes == 2 * 2**30  # KServe default
+    assert w.request_bytes == 12 * 2**30
+
+
+def test_runtime_named_but_missing_is_a_warning():
+    w = one(ISVC_VLLM % "runtime: private-runtime")
+    assert any("private-runtime" in m for m in messages(w, "warning"))
+    assert w.settings is not None
+
+
+def test_predictor_containers_form():
+    w = one("""
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: custom}
+spec:
+  predictor:
+    containers:
+    - name: kserve-container
+      image: vllm/vllm-openai:v0.11.0
+      command: ["vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "32"]
+      resources:
+        limits: {nvidia.com/gpu: "1"}
+""")
+    assert w.container_path == "/spec/predictor/containers/0"
+    assert w.resources_path == "/spec/predictor/containers/0/resources"
+    assert w.settings.max_num_seqs == 32 and w.device == "cuda"
+    assert w.limit_bytes == 2 * 2**30  # KServe default filled
+    assert any("2Gi" in m for m in messages(w, "info"))
+
+
+def test_predictor_containers_with_hf_server_image_only_args():
+    w = one("""
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: hfc}
+spec:
+  predictor:
+    containers:
+    - name: kserve-container
+      image: kserve/huggingfaceserver:v0.15.0
+      args: [--model_name=hfc, --model_id=Qwen/Qwen3-1.7B, --max-model-len, "4096"]
+      resources: {limits: {memory: 16Gi}}
+""")
+    assert w.model == "Qwen/Qwen3-1.7B" and w.settings.max_model_len == 4096
+
+
+LLMISVC = """
+apiVersion: serving.kserve.io/%s
+kind: LLMInferenceService
+metadata: {name: qwen-llm, namespace: ai}
+spec:
+  model:
+    uri: hf://Qwen/Qwen3-8B
+    name: Qwen/Qwen3-8B
+    lora:
+      adapters:
+      - {name: sql, uri: hf://org/sql-lora}
+      maxRank: 64
+      maxAdapters: 2
+      maxCpuAdapters: 4
+  replicas: 1
+  parallelism: {tensor: 2}
+  template:
+    containers:
+    - name: main
+      image: vllm/vllm-openai:v0.11.0
+      env:
+      - {name: VLLM_ADDITIONAL_ARGS, value: "--max-num-batched-tokens 4096 --max-num-seqs 16"}
+      args: ["--max-num-seqs", "24"]
+      resources:
+        limits: {nvidia.com/gpu: "2", memory: 48Gi}
+"""
+
+
+def test_llm_inference_service_v1alpha1_and_v1alpha2():
+    for version in ("v1alpha1", "v1alpha2"):
+        w = one(LLMISVC % version)
+        assert w.container_path == "/spec/template/containers/0"
+        assert w.resources_path == "/spec/template/containers/0/resources"
+        s = w.settings
+        assert w.model == "Qwen/Qwen3-8B" and w.model_config_source == "catalog"
+        assert s.enable_lora and s.max_lora_rank == 64 and s.max_loras == 2 and s.max_cpu_loras == 4
+        assert w.lora_modules == ["sql=hf://org/sql-lora"]
+        assert s.tensor_parallel_size == 2
+        assert s.max_num_batched_tokens == 4096
+        assert s.max_num_seqs == 24  # args after VLLM_ADDITIONAL_ARGS
+        assert s.device == "cuda" and w.limit_bytes == 48 * 2**30
+
+
+def test_llm_inference_service_without_main_container():
+    w = one("""
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata: {name: bare}
+spec:
+  model: {uri: hf://Qwen/Qwen3-0.6B}
+""")
+    assert w.model == "Qwen/Qwen3-0.6B"
+    assert any("LLMInferenceServiceConfig" in m for m in messages(w, "info"))
+
+
+def test_kserve_made_deployment_is_skipped():
+    w = one("""
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: qwen3-predictor
+  ownerReferences:
+  - {apiVersion: serving.kserve.io/v1beta1, kind: InferenceService, name: qwen3, uid: x, controller: true}
+spec:
+  template:
+    spec:
+      containers:
+      - name: kserve-container
+        image: kserve/huggingfaceserver:v0.15.0
+        args: [--model_name=qwen3, --model_id=Qwen/Qwen3-8B]
+""")
+    assert "InferenceService/qwen3" in w.skip_reason
