@@ -1,0 +1,199 @@
+"""The MutatingWebhookConfiguration and ValidatingWebhookConfiguration, in one place.
+
+The Helm chart and manifests/ mirror exactly these objects (`vllm-sizer render-webhooks` or a
+test may print them); `vllm-sizer run --dev` registers them with a `url` clientConfig.
+
+Choices (issue 6):
+- one webhook per configuration, rules for every SERVED_RESOURCES kind, CREATE and UPDATE,
+  scope Namespaced. Subresources (`deployments/scale`, `/status`) are not in the rules, so the
+  API server never sends them (the server ignores them anyway);
+- `namespaceSelector`: `kubernetes.io/metadata.name NotIn` kube-system, the operator's own
+  namespace and the excluded ones (and `In` the served ones when the settings restrict them);
+- `timeoutSeconds: 5`, `sideEffects: None` (admission writes nothing), `matchPolicy:
+  Equivalent`, `admissionReviewVersions: ["v1"]`, failurePolicy from the caller (default Ignore:
+  a webhook that is down blocks nothing), `reinvocationPolicy: IfNeeded` on the mutating one
+  (the validating kind has no such field);
+- `matchConditions` (CEL, admissionregistration.k8s.io/v1, Kubernetes ≥ 1.28 beta / 1.30 GA;
+  older API servers drop the field and send everything, which the server handles) so that the
+  common case, an object that is obviously not vLLM, is never sent at all. See MATCH_CONDITIONS.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+from ..settings import (MUTATE_PATH, MUTATING_CONFIG_NAME, SERVED_RESOURCES, VALIDATE_PATH,
+                        VALIDATING_CONFIG_NAME, OperatorSettings)
+
+FailurePolicy = Literal["Ignore", "Fail"]
+MUTATING_WEBHOOK_NAME = "mutate.vllm-sizer.io"
+VALIDATING_WEBHOOK_NAME = "validate.vllm-sizer.io"
+SERVICE_PORT = 443
+TIMEOUT_SECONDS = 5
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+# ---- matchConditions -----------------------------------------------------------------------
+# Every condition must be true for the request to be sent. A runtime error in an expression
+# makes the API server apply failurePolicy, so every field access is guarded with has():
+# `has(a.b)` needs `a` to exist, hence the chains. `object` is untyped (dyn) here.
+#
+# 1. "vllm-workload": the kind is always vLLM (KServe InferenceService, LLMInferenceService:
+#    their predictor may name a Hugging Face model with no "vllm" string anywhere), or some
+#    container of a pod spec, at any of the served shapes, has "vllm" (or "huggingfaceserver",
+#    KServe's server, which runs vLLM) in its image, command or args (images
+#    `vllm/vllm-openai`, `vllm-cpu-release-repo`, `kserve/huggingfaceserver`, commands
+#    `vllm serve`, `python3 -m vllm.entrypoints...`, `sh -c "... vllm serve ..."`). Pod specs looked at:
+#    object.spec (Pod), object.spec.template.spec (Deployment, StatefulSet, Job, ReplicaSet,
+#    DaemonSet), object.spec.jobTemplate.spec.template.spec (CronJob) and LeaderWorkerSet's
+#    leader and worker templates. Image names are lowercase by the registry grammar.
+#    A vLLM container whose image and command say nothing about vLLM (a private image whose
+#    ENTRYPOINT runs vllm, given only args) is not sent: the reader could not tell either.
+# 2. "not-controller-owned": objects made by a controller (a KServe-made Deployment, an
+#    LWS-made StatefulSet) are skipped by the reader (their owner is sized), so they need not
+#    be sent.
+VLLM_KINDS = ("InferenceService", "LLMInferenceService")
+POD_SPEC_PATHS = (
+    "object.spec",
+    "object.spec.template.spec",
+    "object.spec.jobTemplate.spec.template.spec",
+    "object.spec.leaderWorkerTemplate.leaderTemplate.spec",
+    "object.spec.leaderWorkerTemplate.workerTemplate.spec",
+)
+# RE2, searched anywhere in the string (CEL `matches` is not anchored).
+VLLM_MARKERS = "vllm|huggingfaceserver"
+_CONTAINER_MENTIONS_VLLM = (
+    f"(has(c.image) && string(c.image).matches('{VLLM_MARKERS}'))"
+    f" || (has(c.command) && c.command.exists(s, string(s).matches('{VLLM_MARKERS}')))"
+    f" || (has(c.args) && c.args.exists(s, string(s).matches('{VLLM_MARKERS}')))"
+)
+
+
+def _guarded(path: str) -> str:
+    """`has()` for every step of a dotted path below `object`: has(object.a) && has(object.a.b)..."""
+    parts = path.split(".")
+    return " && ".join(f"has({'.'.join(parts[:i])})" for i in range(2, len(parts) + 1))
+
+
+def _containers_clause(pod_spec: str) -> str:
+    return (f"({_guarded(pod_spec + '.containers')}"
+            f" && {pod_spec}.containers.exists(c, {_CONTAINER_MENTIONS_VLLM}))")
+
+
+def vllm_workload_expression() -> str:
+    kinds = ", ".join(f"'{k}'" for k in VLLM_KINDS)
+    clauses = [f"request.kind.kind in [{kinds}]"] + [_containers_clause(p) for p in POD_SPEC_PATHS]
+    return "\n|| ".join(clauses)
+
+
+NOT_CONTROLLER_OWNED = (
+    "!(has(object.metadata) && has(object.metadata.ownerReferences)"
+    " && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true))"
+)
+
+
+def match_conditions() -> list[dict[str, str]]:
+    return [
+        {"name": "vllm-workload", "expression": vllm_workload_expression()},
+        {"name": "not-controller-owned", "expression": NOT_CONTROLLER_OWNED},
+    ]
+
+
+# ---- pieces ----------------------------------------------------------------------------------
+
+def rules() -> list[dict[str, Any]]:
+    return [{"apiGroups": [group], "apiVersions": [version], "resources": [plural],
+             "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}
+            for group, version, plural, _kind in SERVED_RESOURCES]
+
+
+def namespace_selector(settings: OperatorSettings) -> dict[str, Any]:
+    excluded = list(dict.fromkeys(["kube-system", settings.operator_namespace,
+                                   *settings.excluded_namespaces]))
+    exprs: list[dict[str, Any]] = [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded}]
+    if settings.namespaces:
+        exprs.append({"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(settings.namespaces)})
+    return {"matchExpressions": exprs}
+
+
+def _ca_bundle_b64(ca_bundle: bytes | str | None) -> str | None:
+    if ca_bundle is None:
+        return None
+    data = ca_bundle.encode() if isinstance(ca_bundle, str) else ca_bundle
+    return base64.b64encode(data).decode("ascii")
+
+
+def client_config(settings: OperatorSettings, path: str, *, url: str | None = None,
+                  ca_bundle: bytes | str | None = None) -> dict[str, Any]:
+    """`service` clientConfig (in-cluster) or, with `url` ("https://HOST:PORT", dev mode),
+    `url` + path. `ca_bundle` is the CA's PEM (encoded here)."""
+    if url is not None:
+        cfg: dict[str, Any] = {"url": url.rstrip("/") + path}
+    else:
+        cfg = {"service": {"namespace": settings.operator_namespace, "name": settings.service_name,
+                           "path": path, "port": SERVICE_PORT}}
+    b64 = _ca_bundle_b64(ca_bundle)
+    if b64:
+        cfg["caBundle"] = b64
+    return cfg
+
+
+def _webhook(settings: OperatorSettings, name: str, path: str, *, url: str | None,
+             ca_bundle: bytes | str | None, failure_policy: FailurePolicy,
+             object_selector: dict[str, Any] | None, with_match_conditions: bool,
+             timeout_seconds: int) -> dict[str, Any]:
+    if failure_policy not in ("Ignore", "Fail"):
+        raise ValueError(f"failurePolicy must be Ignore or Fail, not {failure_policy!r}")
+    if not 1 <= timeout_seconds <= 30:
+        raise ValueError("timeoutSeconds must be between 1 and 30")
+    hook: dict[str, Any] = {
+        "name": name,
+        "clientConfig": client_config(settings, path, url=url, ca_bundle=ca_bundle),
+        "rules": rules(),
+        "namespaceSelector": namespace_selector(settings),
+        "objectSelector": object_selector if object_selector is not None else {},
+        "failurePolicy": failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": timeout_seconds,
+        "admissionReviewVersions": ["v1"],
+    }
+    if with_match_conditions:
+        hook["matchConditions"] = match_conditions()
+    return hook
+
+
+def _metadata(name: str) -> dict[str, Any]:
+    return {"name": name, "labels": {"app.kubernetes.io/name": "vllm-sizer",
+                                     "app.kubernetes.io/component": "webhook"}}
+
+
+def mutating_configuration(settings: OperatorSettings, *, ca_bundle: bytes | str | None = None,
+                           url: str | None = None, failure_policy: FailurePolicy = "Ignore",
+                           object_selector: dict[str, Any] | None = None,
+                           with_match_conditions: bool = True,
+                           timeout_seconds: int = TIMEOUT_SECONDS) -> dict[str, Any]:
+    hook = _webhook(settings, MUTATING_WEBHOOK_NAME, MUTATE_PATH, url=url, ca_bundle=ca_bundle,
+                    failure_policy=failure_policy, object_selector=object_selector,
+                    with_match_conditions=with_match_conditions, timeout_seconds=timeout_seconds)
+    # Called again when a later mutating webhook changed the object (idempotent decision).
+    hook["reinvocationPolicy"] = "IfNeeded"
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": _metadata(MUTATING_CONFIG_NAME), "webhooks": [hook]}
+
+
+def validating_configuration(settings: OperatorSettings, *, ca_bundle: bytes | str | None = None,
+                             url: str | None = None, failure_policy: FailurePolicy = "Ignore",
+                             object_selector: dict[str, Any] | None = None,
+                             with_match_conditions: bool = True,
+                             timeout_seconds: int = TIMEOUT_SECONDS) -> dict[str, Any]:
+    hook = _webhook(settings, VALIDATING_WEBHOOK_NAME, VALIDATE_PATH, url=url, ca_bundle=ca_bundle,
+                    failure_policy=failure_policy, object_selector=object_selector,
+                    with_match_conditions=with_match_conditions, timeout_seconds=timeout_seconds)
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": _metadata(VALIDATING_CONFIG_NAME), "webhooks": [hook]}
+
+
+def webhook_configurations(settings: OperatorSettings, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(mutating, validating), same keyword arguments as `mutating_configuration`."""
+    return mutating_configuration(settings, **kwargs), validating_configuration(settings, **kwargs)
