@@ -1,0 +1,84 @@
+"""Kopf registration for the controller role.
+
+- `kopf.on.resume` / `create` / `update` for every SERVED_RESOURCES kind, one function under one
+  handler id (Kopf calls it once per cycle even when a resume is mixed into an update), with a
+  `when=` pre-filter so that objects which are not vLLM workloads, are owned by a controller, or
+  sit in an unserved namespace are invisible to Kopf (it stores no state on them at all).
+- Kopf's own state lives under `controller.vllm-sizer.io/` annotations (not the shared
+  `kopf.zalando.org/` prefix), and the annotations this operator writes itself are left out of
+  Kopf's diff-base, so writing them does not trigger another update cycle.
+- Kopf's logging-to-Events is off: the only Events are the ones described in sizing.py / oom.py.
+- The OOM pod watch (oom.py) is started at startup and stopped at cleanup.
+
+Nothing here is used by the admission webhook: it never depends on Kopf or its indexes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import kopf
+
+from ..settings import SERVED_RESOURCES, OperatorSettings
+from .oom import OomWatcher
+from .sizing import OUTPUT_ANNOTATIONS, Sizer
+
+log = logging.getLogger("vllm_sizer.controller")
+KOPF_PREFIX = "controller.vllm-sizer.io"
+HANDLER_ID = "size"
+
+
+def configure_kopf(settings: kopf.OperatorSettings) -> None:
+    """The Kopf settings this controller relies on (also usable from tests)."""
+    settings.posting.enabled = False
+    settings.persistence.finalizer = f"{KOPF_PREFIX}/finalizer"  # never added: no delete handlers
+    settings.persistence.progress_storage = kopf.SmartProgressStorage(prefix=KOPF_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=KOPF_PREFIX, key="last-handled-configuration",
+        ignored_fields=[("metadata", "annotations", key) for key in OUTPUT_ANNOTATIONS])
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    # A failing API call is retried after a minute, not immediately in a tight loop.
+    settings.execution.max_workers = 8
+
+
+def register(registry: kopf.OperatorRegistry, sizer: Sizer, oom: OomWatcher | None = None,
+             *, login: Callable[..., Any] | None = None,
+             resources: tuple[tuple[str, str, str, str], ...] = SERVED_RESOURCES) -> None:
+    """Register the controller's handlers on `registry` (a fresh `kopf.OperatorRegistry()` in
+    tests, Kopf's default registry in `vllm-sizer run`)."""
+
+    @kopf.on.startup(registry=registry)
+    async def _startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        configure_kopf(settings)
+        if oom is not None:
+            await oom.start()
+
+    @kopf.on.cleanup(registry=registry)
+    async def _cleanup(**_: Any) -> None:
+        if oom is not None:
+            await oom.stop()
+        close = getattr(sizer.lookup, "close", None)
+        if close is not None:
+            try:
+                await close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    if login is not None:
+        kopf.on.login(registry=registry)(login)
+
+    def when(body: Any, **_: Any) -> bool:
+        return sizer.wants(body)
+
+    async def size(body: Any, logger: logging.Logger, **_: Any) -> dict[str, Any] | None:
+        result = await sizer.size(body)
+        if result.action in ("annotated", "patched"):
+            logger.info("%s: %s (%s)", result.action, result.reason, result.message[:200])
+        return None  # nothing to store in status
+
+    for group, version, plural, _kind in resources:
+        for decorator in (kopf.on.resume, kopf.on.create, kopf.on.update):
+            decorator(group, version, plural, id=HANDLER_ID, when=when, registry=registry,
+                      backoff=30)(size)

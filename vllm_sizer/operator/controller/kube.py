@@ -1,0 +1,126 @@
+"""A small async facade over the synchronous kubernetes client: generic JSON requests by path
+(so every served kind, custom resources included, goes through one code path), each run in a
+worker thread with a timeout, never on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any, Callable, Mapping
+from urllib.parse import quote
+
+log = logging.getLogger("vllm_sizer.controller")
+
+ApiClientFactory = Callable[[], Any]  # () -> kubernetes.client.ApiClient
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, reason: str, body: str = ""):
+        super().__init__(f"HTTP {status} {reason}: {body[:300]}")
+        self.status = status
+        self.reason = reason
+        self.body = body
+
+
+def default_api_client_factory(kubeconfig: str | None = None, context: str | None = None
+                               ) -> ApiClientFactory:
+    """In-cluster configuration when running in a pod, else the kubeconfig (KUBECONFIG or
+    ~/.kube/config). The configuration is loaded once; the client is made once."""
+    cache: dict[str, Any] = {}
+
+    def factory() -> Any:
+        if "client" not in cache:
+            from kubernetes import client, config
+
+            cfg = client.Configuration()
+            try:
+                config.load_incluster_config(client_configuration=cfg)
+            except config.ConfigException:
+                config.load_kube_config(config_file=kubeconfig, context=context,
+                                        client_configuration=cfg)
+            cache["client"] = client.ApiClient(cfg)
+        return cache["client"]
+
+    return factory
+
+
+def api_client_for(host: str, token: str | None = None, verify_ssl: bool = True) -> Any:
+    """An ApiClient for a plain URL (tests against kmock, a local kube-apiserver)."""
+    from kubernetes import client
+
+    cfg = client.Configuration()
+    cfg.host = host.rstrip("/")
+    cfg.verify_ssl = verify_ssl
+    if token:
+        cfg.api_key = {"authorization": token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    return client.ApiClient(cfg)
+
+
+def resource_path(api_version: str, plural: str, namespace: str | None = None,
+                  name: str | None = None) -> str:
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    if namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{plural}"
+    if name:
+        base += f"/{quote(name, safe='')}"
+    return base
+
+
+class KubeApi:
+    """`await api.get(path)`, `.patch(path, body, content_type)`, `.post(path, body)`,
+    `.delete(path)`: JSON in, JSON out, ApiError on a non-2xx answer, asyncio.TimeoutError after
+    `timeout` seconds."""
+
+    def __init__(self, api_client_factory: ApiClientFactory, timeout: float = 10.0):
+        self.api_client_factory = api_client_factory
+        self.timeout = timeout
+        self.calls = 0
+
+    @property
+    def client(self) -> Any:
+        return self.api_client_factory()
+
+    def request_sync(self, method: str, path: str, *, body: Any = None,
+                     query: Mapping[str, Any] | None = None, content_type: str | None = None,
+                     timeout: float | None = None) -> Any:
+        client = self.client
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        elif body is not None:
+            headers["Content-Type"] = "application/json"
+        q = [(k, v) for k, v in (query or {}).items() if v is not None]
+        method, url, headers, body, _post = client.param_serialize(
+            method=method, resource_path=path, query_params=q or None, header_params=headers,
+            body=body, auth_settings=["BearerToken"])
+        t = timeout if timeout is not None else self.timeout
+        resp = client.call_api(method, url, header_params=headers, body=body,
+                               _request_timeout=(min(t, 5.0), t))
+        resp.read()
+        text = resp.data.decode("utf-8", "replace") if resp.data else ""
+        if not 200 <= resp.status <= 299:
+            raise ApiError(resp.status, resp.reason or "", text)
+        return json.loads(text) if text else None
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        self.calls += 1
+        timeout = kwargs.get("timeout") or self.timeout
+        return await asyncio.wait_for(
+            asyncio.to_thread(self.request_sync, method, path, **kwargs), timeout + 1)
+
+    async def get(self, path: str, **query: Any) -> Any:
+        return await self.request("GET", path, query=query or None)
+
+    async def post(self, path: str, body: Any) -> Any:
+        return await self.request("POST", path, body=body)
+
+    async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> Any:
+        return await self.request("PATCH", path, body=body, content_type=content_type)
+
+    async def delete(self, path: str) -> Any:
+        return await self.request("DELETE", path)

@@ -1,0 +1,383 @@
+"""Sizing objects that already exist (or slipped past the webhook): review, annotate, tell.
+
+The controller never changes a running workload's pod template unless
+`settings.patch_existing` is on (changing it restarts the pods). Otherwise it reviews the object
+as an observer (mode `mutate`/`enforce` read as `warn`: the object exists already, so there is
+nothing to deny or raise), writes the `vllm-sizer.io/*` annotations that differ with one merge
+patch on the object's metadata, and posts one Event: `Sized` (Normal), `Undersized` or
+`CannotSize` (Warning).
+
+Idempotency (resume handlers run again after every restart): the Event that was last posted is
+remembered on the object itself as `vllm-sizer.io/last-event: "<Reason> <digest of message>"`,
+written in the same patch as the other annotations and BEFORE the Event is posted. A handler
+run that finds the same decision stored writes nothing and posts nothing, so restarts never
+duplicate Events; a crash between the patch and the Event loses that one Event (never
+duplicates it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime as dt
+import hashlib
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...policy import messages
+from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object
+from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
+from ..model_configs import ModelConfigLookup, NoLookup
+from ..settings import LAST_OOM_ANNOTATION, SERVED_RESOURCES, SIZED_LABEL, OperatorSettings
+from .kube import JSON_PATCH, ApiError, KubeApi, resource_path
+
+log = logging.getLogger("vllm_sizer.controller")
+
+LAST_EVENT_ANNOTATION = "vllm-sizer.io/last-event"
+# Annotations the controller and the webhook write (outputs). Everything else under
+# vllm-sizer.io/ on an object is an input (mode, headroom, skip, model-config, vllm-config).
+OUTPUT_ANNOTATIONS: tuple[str, ...] = (*OUR_ANNOTATIONS, LAST_EVENT_ANNOTATION, LAST_OOM_ANNOTATION)
+COMPONENT = "vllm-sizer"
+EVENT_MESSAGE_MAX = 1024
+UNDERSIZED_REASONS = ("undersized", "over-limitrange", "over-node", "gpu-does-not-fit",
+                      "kv-auto-sized")
+
+# kind → (group, version, plural), including the kinds met when walking owner chains.
+KNOWN_KINDS: dict[str, tuple[str, str, str]] = {
+    kind: (group, version, plural) for group, version, plural, kind in SERVED_RESOURCES}
+INTERMEDIATE_KINDS: dict[str, tuple[str, str, str]] = {
+    "ReplicaSet": ("apps", "v1", "replicasets"),
+}
+
+
+def api_version_of(group: str, version: str) -> str:
+    return f"{group}/{version}" if group else version
+
+
+# ------------------------------------------------------------------ the pod-template label
+# JSON pointers of the pod-template label maps, per kind (the object's own root).
+_TEMPLATE_LABELS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("/spec/template/metadata/labels",),
+    "StatefulSet": ("/spec/template/metadata/labels",),
+    "ReplicaSet": ("/spec/template/metadata/labels",),
+    "DaemonSet": ("/spec/template/metadata/labels",),
+    "Job": ("/spec/template/metadata/labels",),
+    "CronJob": ("/spec/jobTemplate/spec/template/metadata/labels",),
+    "Pod": ("/metadata/labels",),
+    "LeaderWorkerSet": ("/spec/leaderWorkerTemplate/leaderTemplate/metadata/labels",
+                        "/spec/leaderWorkerTemplate/workerTemplate/metadata/labels"),
+    # KServe copies spec.predictor.labels onto the predictor's pods.
+    "InferenceService": ("/spec/predictor/labels",),
+}
+
+
+def _unescape(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
+
+
+def sized_label_patch(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """RFC 6902 operations that put `vllm-sizer.io/sized: "true"` on the pod template(s) of
+    `obj` (creating missing parents with `add`), or [] when it is there already or the kind
+    has no known template. The pods then carry the label, and the OOM watch selects them
+    server-side (`labelSelector=vllm-sizer.io/sized=true`) instead of streaming every pod.
+
+    For the webhook: append these operations to a mutation's JSON Patch ONLY when the object
+    is created or its pod template is being changed anyway (a mutation that raises a limit):
+    adding a label to a running Deployment's template changes its pod-template hash and rolls
+    every pod. The controller never adds it to a running template except when
+    `patch_existing` makes it change the template anyway. Apply the operations after the
+    mutation's own ones (they are computed against `obj`; parents they create do not clash
+    with resources/env paths). For a LeaderWorkerSet the leader template is only labelled when
+    it exists."""
+    ops: list[dict[str, Any]] = []
+    if not isinstance(obj, dict):
+        return ops
+    work = copy.deepcopy(obj)
+    for pointer in _TEMPLATE_LABELS.get(str(obj.get("kind")), ()):
+        parts = pointer.split("/")[1:]
+        if str(obj.get("kind")) == "LeaderWorkerSet" and "leaderTemplate" in parts:
+            lwt = ((work.get("spec") or {}).get("leaderWorkerTemplate") or {})
+            if not isinstance(lwt.get("leaderTemplate"), dict):
+                continue
+        cur: Any = work
+        path = ""
+        ok = True
+        for raw in parts:
+            key = _unescape(raw)
+            path += "/" + raw
+            if not isinstance(cur, dict):
+                ok = False
+                break
+            nxt = cur.get(key)
+            if not isinstance(nxt, dict):
+                if raw == parts[-1]:
+                    ops.append({"op": "add", "path": path, "value": {SIZED_LABEL: "true"}})
+                    cur[key] = {SIZED_LABEL: "true"}
+                    ok = False  # done
+                    break
+                ops.append({"op": "add", "path": path, "value": {}})
+                nxt = cur[key] = {}
+            cur = nxt
+        if ok and isinstance(cur, dict) and cur.get(SIZED_LABEL) != "true":
+            op = "replace" if SIZED_LABEL in cur else "add"
+            ops.append({"op": op, "path": f"{path}/{SIZED_LABEL.replace('~', '~0').replace('/', '~1')}",
+                        "value": "true"})
+            cur[SIZED_LABEL] = "true"
+    return ops
+
+
+# --------------------------------------------------------------------------------- helpers
+def controller_owner(obj: dict[str, Any]) -> dict[str, Any] | None:
+    for ref in ((obj.get("metadata") or {}).get("ownerReferences") or []):
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def event_body(obj: dict[str, Any], reason: str, message: str, type_: str = "Normal",
+               action: str = "Sizing", instance: str | None = None) -> dict[str, Any]:
+    """A core/v1 Event about `obj` (kubectl describe shows it under the object)."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or "default"
+    ts = now_rfc3339()
+    if len(message) > EVENT_MESSAGE_MAX:
+        message = message[:EVENT_MESSAGE_MAX - 1] + "…"
+    involved = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+                "name": meta.get("name"), "namespace": ns, "uid": meta.get("uid")}
+    if meta.get("resourceVersion"):
+        involved["resourceVersion"] = meta.get("resourceVersion")
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
+                     "namespace": ns, "labels": {"app.kubernetes.io/name": COMPONENT}},
+        "involvedObject": {k: v for k, v in involved.items() if v is not None},
+        "reason": reason, "message": message, "type": type_, "action": action,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": instance or os.environ.get("POD_NAME") or socket.gethostname(),
+        "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+    }
+
+
+async def post_event(api: KubeApi, obj: dict[str, Any], reason: str, message: str,
+                     type_: str = "Normal", action: str = "Sizing") -> dict[str, Any]:
+    body = event_body(obj, reason, message, type_, action)
+    await api.post(resource_path("v1", "events", body["metadata"]["namespace"]), body)
+    return body
+
+
+def object_path(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    kind = str(obj.get("kind"))
+    group, version, plural = KNOWN_KINDS.get(kind) or INTERMEDIATE_KINDS.get(kind) or (
+        "", "", "")
+    api_version = str(obj.get("apiVersion") or api_version_of(group, version))
+    if not plural:
+        raise ValueError(f"unknown kind {kind!r}")
+    return resource_path(api_version, plural, meta.get("namespace"), meta.get("name"))
+
+
+# ----------------------------------------------------------------------------------- sizing
+@dataclass
+class SizeResult:
+    action: str  # skipped | unchanged | annotated | patched
+    reason: str | None = None  # Event reason (Sized / Undersized / CannotSize)
+    message: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)  # written
+    event: dict[str, Any] | None = None  # posted
+    decision: ObjectDecision | None = None
+
+
+def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str, str] | None:
+    """(reason, type, message) for an object's Event, or None when every container is skipped."""
+    active = [d for d in decision.containers if d.verdict != "skip"]
+    if not active:
+        return None
+    under = [d for d in active if d.reason in UNDERSIZED_REASONS and d.report is not None
+             and d.verdict != "mutate"]
+    unknown = [d for d in active if d.verdict == "unknown" or d.report is None]
+    parts: list[str] = []
+    if patched:
+        for d in active:
+            if d.verdict == "mutate":
+                parts.append(messages.mutated_warning(d))
+        return "Sized", "Normal", "vllm-sizer raised memory: " + "; ".join(parts)
+    if under:
+        for d in under:
+            w, r = d.workload, d.report
+            needed = d.needed_bytes or 0
+            if d.reason == "undersized" and w.limit_bytes is not None:
+                parts.append(messages.undersized(w, r, needed, d.fitting_tokens))
+            else:
+                parts.append(d.message if d.message.startswith("vllm-sizer:") else
+                             f"{w.container}: {d.reason}; estimated peak "
+                             f"{messages.gi(r.total_memory_bytes)}, needs {messages.gi(needed)}")
+        return "Undersized", "Warning", "; ".join(parts)
+    if unknown:
+        return "CannotSize", "Warning", "; ".join(d.message for d in unknown)
+    for d in active:
+        r = d.report
+        if d.limit_before is None:
+            parts.append(f"{d.workload.container}: no memory limit; estimated peak "
+                         f"{messages.gi(r.total_memory_bytes)}, suggested limit "
+                         f"{messages.gi(d.needed_bytes)}")
+        else:
+            parts.append(f"{d.workload.container}: limit {messages.gi(d.limit_before)} covers "
+                         f"the estimated peak {messages.gi(r.total_memory_bytes)}")
+    return "Sized", "Normal", "; ".join(parts)
+
+
+def observer_view(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with a `mutate`/`enforce` mode annotation read as `warn` (shallow copies only)."""
+    meta = dict(obj.get("metadata") or {})
+    ann = dict(meta.get("annotations") or {})
+    if str(ann.get(ANNOTATION_MODE, "")).strip().lower() in ("mutate", "enforce"):
+        ann[ANNOTATION_MODE] = "warn"
+        meta["annotations"] = ann
+        obj = {**obj, "metadata": meta}
+    return obj
+
+
+class Sizer:
+    """Reviews one served object and writes the outcome (see the module docstring)."""
+
+    def __init__(self, api: KubeApi, settings: OperatorSettings,
+                 lookup: ModelConfigLookup | None = None,
+                 read: Callable[..., list[Workload]] | None = None):
+        self.api = api
+        self.settings = settings
+        self.lookup = lookup or NoLookup()
+        if read is None:
+            from ...workloads.reader import read_workloads as read
+        self.read = read
+        self.policy = settings.policy()
+        observe_mode = "warn" if settings.mode in ("mutate", "enforce") else settings.mode
+        self.observer_policy = self.policy.model_copy(update={"mode": observe_mode})
+        # (uid, resourceVersion) handled in this process: Kopf may call the same function for
+        # a mixed-in resume and an update in one cycle with the same (stale) body.
+        self._seen: dict[str, str] = {}
+
+    # ---- filters (cheap, used as the Kopf `when=` callback)
+    def wants(self, body: Any) -> bool:
+        try:
+            obj = body if isinstance(body, dict) else dict(body)
+            meta = obj.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                return False
+            if not self.settings.serves_namespace(meta.get("namespace")):
+                return False
+            if controller_owner(obj) is not None:
+                return False
+            return bool(self.read(obj, None))
+        except Exception:  # noqa: BLE001 - a filter must not raise
+            log.exception("vLLM pre-check failed")
+            return False
+
+    async def context_for(self, obj: dict[str, Any], workloads: list[Workload]) -> ReadContext:
+        for w in workloads:
+            if w.model_config is None and w.model and not w.skip_reason:
+                try:
+                    await self.lookup.load(w.model)
+                except Exception as exc:  # noqa: BLE001 - lookups are best effort
+                    log.warning("model config lookup for %s failed: %s", w.model, exc)
+        ctx = ReadContext(model_resolver=self.lookup.get)
+        if obj.get("kind") == "InferenceService":
+            await self._serving_runtimes(obj, ctx)
+        return ctx
+
+    async def _serving_runtimes(self, obj: dict[str, Any], ctx: ReadContext) -> None:
+        ns = (obj.get("metadata") or {}).get("namespace")
+        for plural, target, namespace in (("servingruntimes", ctx.serving_runtimes, ns),
+                                          ("clusterservingruntimes",
+                                           ctx.cluster_serving_runtimes, None)):
+            try:
+                listing = await self.api.get(resource_path("serving.kserve.io/v1alpha1", plural,
+                                                           namespace))
+            except Exception as exc:  # noqa: BLE001 - absent CRD, RBAC: read without them
+                log.debug("listing %s failed: %s", plural, exc)
+                continue
+            for item in (listing or {}).get("items") or []:
+                name = (item.get("metadata") or {}).get("name")
+                if name:
+                    target[name] = item
+
+    async def size(self, body: Any) -> SizeResult:
+        obj = body if isinstance(body, dict) else copy.deepcopy(dict(body))
+        meta = obj.get("metadata") or {}
+        uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        if uid and rv and self._seen.get(uid) == rv:
+            return SizeResult("unchanged")
+        if not self.wants(obj):
+            return SizeResult("skipped")
+        workloads = self.read(obj, None)
+        ctx = await self.context_for(obj, workloads)
+        stored = dict(meta.get("annotations") or {})
+
+        result: SizeResult | None = None
+        if self.settings.patch_existing:
+            decision = review_object(obj, ctx, self.policy, read=self.read)
+            if decision.verdict == "mutate":
+                result = await self._patch_template(obj, decision, stored)
+        if result is None:
+            decision = review_object(observer_view(obj), ctx, self.observer_policy, read=self.read)
+            result = await self._annotate(obj, decision, stored)
+        if uid and rv:
+            self._seen[uid] = rv
+        return result
+
+    async def _annotate(self, obj: dict[str, Any], decision: ObjectDecision,
+                        stored: dict[str, str]) -> SizeResult:
+        verdict = classify(decision)
+        if verdict is None:
+            return SizeResult("skipped", decision=decision)
+        reason, type_, message = verdict
+        annotations = dict(decision.annotations)
+        marker = f"{reason} {digest(message)}"
+        post = stored.get(LAST_EVENT_ANNOTATION) != marker
+        if post:
+            annotations[LAST_EVENT_ANNOTATION] = marker
+        annotations = {k: v for k, v in annotations.items() if stored.get(k) != v}
+        result = SizeResult("unchanged", reason, message, decision=decision)
+        if annotations:
+            await self.api.patch(object_path(obj), {"metadata": {"annotations": annotations}})
+            result.action, result.annotations = "annotated", annotations
+        if post:
+            result.event = await post_event(self.api, obj, reason, message, type_)
+        return result
+
+    async def _patch_template(self, obj: dict[str, Any], decision: ObjectDecision,
+                              stored: dict[str, str]) -> SizeResult:
+        verdict = classify(decision, patched=True)
+        assert verdict is not None
+        reason, type_, message = verdict
+        ops = list(decision.patch)
+        ops += sized_label_patch(decision.mutated(obj))
+        marker = f"{reason} {digest(message)}"
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv}] if rv else []
+        if not (obj.get("metadata") or {}).get("annotations") and not any(
+                o["path"] == "/metadata/annotations" for o in ops):
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+        ops.append({"op": "add", "path": "/metadata/annotations/" + _escape(LAST_EVENT_ANNOTATION),
+                    "value": marker})
+        await self.api.patch(object_path(obj), guard + ops, content_type=JSON_PATCH)
+        result = SizeResult("patched", reason, message, decision=decision,
+                            annotations={**decision.annotations, LAST_EVENT_ANNOTATION: marker})
+        result.event = await post_event(self.api, obj, reason, message, type_)
+        return result
