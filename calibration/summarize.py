@@ -28,7 +28,7 @@ def _i(v: str) -> Optional[int]:
 def twin_key(r: Dict[str, str]) -> tuple:
     return (r["preset"], r["num_layers"], r["max_num_batched_tokens"], r["max_num_seqs"],
             r["num_prompts"], r["prompt_tokens"], r["max_model_len"], r["kv_space_gib"],
-            r["allocator"], r["dtype"])
+            r["allocator"], r["dtype"], r.get("omp_bind") or "auto")
 
 
 def request_increment(r: Dict[str, str]) -> Optional[int]:
