@@ -28,7 +28,11 @@ spec:
       storageUri: hf://Qwen/Qwen3-8B
       args:
       - --max-model-len=8192
-      - --max_num_batched_token=2048
+      - --max_num_batched_tokens=2048
+      - --max-num-seqz
+      - "64"
+      - --gpu-memory-util=0.8
+      - --max_length=4096
       - --tensor-parallel-size=1
       resources:
         limits: {cpu: "6", nvidia.com/gpu: "2"}
@@ -46,13 +50,17 @@ def test_hf_runtime_stock_defaults_on_gpu():
     assert s.device == "cuda" and w.gpu_count == 2
     assert s.tensor_parallel_size == 2  # the HF server sets TP to the GPU count
     assert s.dtype == "float16"  # --dtype auto → float16 on GPU
-    assert s.max_model_len == 8192
+    assert s.max_model_len == 4096  # --max_length (KServe's flag, dest max_model_len) came last
+    assert s.max_num_batched_tokens is None and s.max_num_seqs is None
     assert s.gpu_product == "NVIDIA-L4"
     # runtime limits.memory 2Gi survives the key-by-key merge (the isvc sets only cpu)
     assert w.limit_bytes == 2 * 2**30 and w.request_bytes == 2 * 2**30
     warns = messages(w, "warning")
-    assert any("--max-num-batched-token" in m and "parse_known_args" in m
-               and "did you mean --max-num-batched-tokens" in m for m in warns)
+    assert any(m.startswith("--max_num_batched_tokens='2048'") and "silently ignored" in m
+               and "write --max-num-batched-tokens" in m for m in warns)
+    assert any(m.startswith("--max-num-seqz:") and "parse_known_args" in m
+               and "did you mean --max-num-seqs" in m for m in warns)
+    assert s.gpu_memory_utilization == 0.8  # a unique abbreviation is accepted by argparse
     assert any("tensor parallel to the GPU count" in m for m in warns)
     assert "--model_dir=/mnt/models" in w.argv
 

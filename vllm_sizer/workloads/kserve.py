@@ -60,6 +60,7 @@ STOCK_RUNTIMES: dict[str, dict[str, Any]] = {
 HF_FLAGS: dict[str, bool] = {
     "model_name": True, "model_id": True, "model_dir": True, "model_revision": True,
     "tokenizer_revision": True, "backend": True, "task": True, "max_length": True,
+    "max_model_len": True, "max_log_len": True,
     "dtype": True, "disable_lower_case": False, "disable_special_tokens": False,
     "trust_remote_code": False, "return_probabilities": False, "return_token_type_ids": False,
     "return_raw_logits": False, "pooling": True, "http_port": True, "grpc_port": True,
@@ -305,24 +306,48 @@ def parse_hf_args(tokens: list[str], version: VllmVersion | None = None,
     with parse_known_args (unknown flags are silently ignored by the server: warned here)."""
     hf = HfArgs()
     rest: list[str] = []
+    ignored: list[Diagnostic] = []
     i, n = 0, len(tokens)
     while i < n:
         tok = str(tokens[i])
         i += 1
         if tok.startswith("--"):
             key, eq, inline = tok[2:].partition("=")
-            norm = key.replace("-", "_")
-            if norm in HF_FLAGS and norm != "dtype":
+            if key in HF_FLAGS and key != "dtype":  # KServe's own flags: underscores
                 value = None
-                if HF_FLAGS[norm]:
+                if HF_FLAGS[key]:
                     if eq:
                         value = inline
                     elif i < n and not str(tokens[i]).startswith("--"):
                         value = str(tokens[i])
                         i += 1
-                if norm in ("model_id", "model_name", "model_dir", "backend") and value is not None:
-                    setattr(hf, norm, value)
+                if key in ("model_id", "model_name", "model_dir", "backend") and value is not None:
+                    setattr(hf, key, value)
+                elif key in ("max_model_len", "max_length") and value is not None:
+                    rest += ["--max-model-len", value]  # dest max_model_len, read by vLLM too
                 continue
+            if "_" in key:
+                # The server's parser is a plain argparse.ArgumentParser (vLLM's flags added by
+                # make_arg_parser): no `_` → `-` rewriting, and parse_known_args drops the flag.
+                if not eq and i < n and not str(tokens[i]).startswith("-"):
+                    i += 1
+                dashed = key.replace("_", "-")
+                if dashed not in FLAGS:
+                    close = difflib.get_close_matches(dashed, list(FLAGS), n=1, cutoff=0.8)
+                    dashed = close[0] if close else dashed
+                ignored.append(Diagnostic(
+                    "warning", "KServe's Hugging Face server does not rewrite `_` to `-` and "
+                    "reads its arguments with parse_known_args: this flag is silently ignored "
+                    f"(write --{dashed})", flag="--" + key, raw=inline if eq else None))
+                continue
+            if key not in FLAGS and not key.startswith("no-") and len(key) >= 3:
+                # plain argparse accepts a unique prefix of a long flag (allow_abbrev)
+                matches = [f for f in FLAGS if f.startswith(key)]
+                if len(matches) == 1:
+                    ignored.append(Diagnostic(
+                        "info", f"read as --{matches[0]}: argparse accepts unique abbreviations",
+                        flag="--" + key))
+                    tok = "--" + matches[0] + (eq + inline if eq else "")
         rest.append(tok)
     parsed = parse_vllm_args(rest, version=version, config_loader=config_loader,
                              positional_model=False)
@@ -339,6 +364,7 @@ def parse_hf_args(tokens: list[str], version: VllmVersion | None = None,
                              if not (d.message == "unexpected positional argument")] + \
         [Diagnostic("warning", "positional argument ignored by the Hugging Face server", raw=d.raw)
          for d in parsed.diagnostics if d.message == "unexpected positional argument"]
+    parsed.diagnostics.extend(ignored)
     if "dtype" in parsed.values:
         hf.dtype = parsed.values["dtype"]
     return parsed, hf

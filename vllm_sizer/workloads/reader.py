@@ -530,10 +530,12 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             diags.append(Diagnostic("info", "KServe's Hugging Face server uses vLLM only where "
                                     "vLLM imports and supports the architecture (else the "
                                     "Transformers backend, not sized by this estimate)"))
-        if hf_args.model_dir:
-            model = hf_args.model_dir
-        elif hf_args.model_id:
+        # huggingfaceserver: --model_id wins; otherwise --model_dir (default /mnt/models,
+        # where KServe downloads the storageUri)
+        if hf_args.model_id:
             model = hf_args.model_id
+        else:
+            model = hf_args.model_dir or MODEL_DIR
     lookup_keys: list[str] = []
     if model and storage and (model == MODEL_DIR or model.startswith(MODEL_DIR + "/")):
         model = _storage_model(storage)
