@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..estimator import EngineSettings, ModelGeometry
+from ..estimator import EngineSettings, ModelGeometry, build_report
 from ..estimator.report import MemoryReport
 from ..workloads.model import Workload
 from . import messages
@@ -60,6 +60,11 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
     if cpu and report.kv_cache_auto_sized:
         if mode == "mutate":
             d.pin_kv_gib = policy.pin_cpu_kv_gib
+            if geometry is not None and settings is not None:
+                # estimate the object as it will be after the pin, so a re-review agrees
+                report = build_report(geometry, settings.model_copy(
+                    update={"cpu_kvcache_space_gib": policy.pin_cpu_kv_gib}))
+                d.report = report
         elif mode == "enforce":
             d.verdict, d.reason = "deny", "kv-auto-sized"
             d.message = messages.kv_auto_sized(w, report, policy.pin_cpu_kv_gib)
@@ -104,12 +109,10 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
 
     # mutate (and enforce where no limit is set): raise, never lower.
     if limit is None or (mode == "mutate" and limit < needed):
-        d.limit_after = needed
+        # a request set higher than the new limit keeps its value; the limit rises to it
+        d.limit_after = max(needed, d.request_before or 0)
         d.reason = "no-limit" if limit is None else "raised"
-    if d.request_before is None or d.request_before < (d.limit_after or 0):
-        if d.limit_after != limit:
-            d.request_after = max(d.request_before or 0, d.limit_after or 0)
-    if d.request_after is not None and d.limit_after is not None and d.request_after > d.limit_after:
+    if d.limit_after != limit and (d.request_before or 0) < d.limit_after:
         d.request_after = d.limit_after
     return _finish(d)
 

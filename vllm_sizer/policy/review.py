@@ -186,12 +186,26 @@ def _patch(obj: dict[str, Any], result: ObjectDecision) -> tuple[list[dict[str, 
             pb.set(w.resources_path + "/limits/memory", format_quantity(d.limit_after))
         if d.request_after is not None and d.request_after != d.request_before:
             pb.set(w.resources_path + "/requests/memory", format_quantity(d.request_after))
-        if d.pin_kv_gib is not None and KV_ENV not in w.env:
-            pb.append(w.container_path + "/env", {"name": KV_ENV, "value": f"{d.pin_kv_gib:g}"})
+        if d.pin_kv_gib is not None:
+            _pin_env(pb, w.container_path, f"{d.pin_kv_gib:g}")
     annotations = _annotations(obj, result)
     for key, value in annotations.items():
         pb.set("/metadata/annotations/" + _escape(key), value)
     return pb.ops, annotations
+
+
+def _pin_env(pb: _PatchBuilder, container_path: str, value: str) -> None:
+    """Set VLLM_CPU_KVCACHE_SPACE: replace an entry that vLLM would not read (empty, not a whole
+    number), or add one."""
+    env = _get(pb.work, container_path + "/env")
+    if isinstance(env, list):
+        for i, item in enumerate(env):
+            if isinstance(item, dict) and item.get("name") == KV_ENV:
+                if "valueFrom" in item:
+                    return  # set from elsewhere: leave it, the reader reported it
+                pb.set(f"{container_path}/env/{i}/value", value)
+                return
+    pb.append(container_path + "/env", {"name": KV_ENV, "value": value})
 
 
 def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str]:
