@@ -115,6 +115,10 @@ def test_cel_sends_vllm_deployments_and_pods():
     assert evaluate(pod([{"name": "b", "image": "registry/llm:1", "command": ["sh", "-c"],
                           "args": ["set -e\nexec vllm serve Qwen/Qwen3-0.6B"]}])) is True
     assert evaluate(pod([{"name": "b", "image": "kserve/huggingfaceserver:v0.15.0"}])) is True
+    # the kubelet (and the reader) expand $(VAR) from literal env values
+    expanded = pod([{"name": "b", "image": "registry/llm:1", "command": ["$(LAUNCHER)", "serve", "Qwen/Qwen3-0.6B"],
+                     "env": [{"name": "LAUNCHER", "value": "vllm"}, {"name": "X", "valueFrom": {}}]}])
+    assert evaluate(expanded) is True
 
 
 def test_cel_skips_obvious_non_vllm_objects():

@@ -43,7 +43,9 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #    container of a pod spec, at any of the served shapes, has "vllm" (or "huggingfaceserver",
 #    KServe's server, which runs vLLM) in its image, command or args (images
 #    `vllm/vllm-openai`, `vllm-cpu-release-repo`, `kserve/huggingfaceserver`, commands
-#    `vllm serve`, `python3 -m vllm.entrypoints...`, `sh -c "... vllm serve ..."`). Pod specs looked at:
+#    `vllm serve`, `python3 -m vllm.entrypoints...`, `sh -c "... vllm serve ..."`), or in a
+#    literal env value (a command given as `$(LAUNCHER)` with LAUNCHER=vllm; the kubelet expands
+#    it, and so does the reader). Pod specs looked at:
 #    object.spec (Pod), object.spec.template.spec (Deployment, StatefulSet, Job, ReplicaSet,
 #    DaemonSet), object.spec.jobTemplate.spec.template.spec (CronJob) and LeaderWorkerSet's
 #    leader and worker templates. Image names are lowercase by the registry grammar.
@@ -66,6 +68,7 @@ _CONTAINER_MENTIONS_VLLM = (
     f"(has(c.image) && string(c.image).matches('{VLLM_MARKERS}'))"
     f" || (has(c.command) && c.command.exists(s, string(s).matches('{VLLM_MARKERS}')))"
     f" || (has(c.args) && c.args.exists(s, string(s).matches('{VLLM_MARKERS}')))"
+    f" || (has(c.env) && c.env.exists(e, has(e.value) && string(e.value).matches('{VLLM_MARKERS}')))"
 )
 
 
