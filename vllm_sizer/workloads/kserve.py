@@ -421,7 +421,7 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
         else:
             container = _dict(containers[idx])
         views.append(ContainerView(
-            name="main" if base == ("spec",) else "main (prefill)", container=container,
+            name="main", container=container,
             pod_spec=template, container_path=pointer(*base, "template", "containers", idx),
             resources_path=pointer(*base, "template", "containers", idx, "resources"),
             storage_uri=uri, model_uri=uri, extra_flags=flags, llmisvc=True, notes=view_notes))

@@ -166,9 +166,9 @@ class _Tokenizer:
         return "lit", "$", "$", False
 
     # ---------------------------------------------------------------- tokenizing
-    def commands(self) -> Iterator[tuple[list[str], list[str]]]:
-        """Yields (words, unresolved) per simple command; reads self.vars lazily, so a caller
-        may apply assignments between commands."""
+    def commands(self) -> Iterator[tuple[list[str], list[str], bool]]:
+        """Yields (words, unresolved, conditional) per simple command; reads self.vars lazily,
+        so a caller may apply assignments between commands."""
         s = self.s
         n = len(s)
         words: list[str] = []
@@ -176,6 +176,7 @@ class _Tokenizer:
         cur: list[str] = []
         have = False
         drop_next = False  # the next word is a redirection target
+        conditional = False  # this command follows `&&`, `||` or `|`
 
         def end_word() -> None:
             nonlocal cur, have, drop_next
@@ -235,23 +236,19 @@ class _Tokenizer:
             if c in " \t\r":
                 end_word()
                 self.i += 1
-            elif c == "\n" or c in ";|()":
-                end_word()
-                self.i += 1
-                if words:
-                    yield words, unresolved
-                words, unresolved = [], []
-                drop_next = False
-            elif c == "&":
-                if self.i + 1 < n and s[self.i + 1] == ">":  # &> file
+            elif c == "\n" or c in ";|()&":
+                if c == "&" and self.i + 1 < n and s[self.i + 1] == ">":  # &> file
                     end_word()
                     self.i += 2
                     drop_next = True
                     continue
                 end_word()
-                self.i += 1
+                logical = c in "&|" and self.i + 1 < n and s[self.i + 1] == c
+                self.i += 2 if logical else 1
                 if words:
-                    yield words, unresolved
+                    yield words, unresolved, conditional
+                # the command after `&&` / `||` may not run; one after `|` runs in a subshell
+                conditional = logical or c == "|"
                 words, unresolved = [], []
                 drop_next = False
             elif c in "<>":
@@ -324,11 +321,11 @@ class _Tokenizer:
                 self.i += 1
         end_word()
         if words:
-            yield words, unresolved
+            yield words, unresolved, conditional
 
     def words_only(self) -> list[str]:
         out: list[str] = []
-        for words, _ in self.commands():
+        for words, _, _ in self.commands():
             out.extend(words)
         return out
 
@@ -342,12 +339,20 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
     exported = dict(env)
     tok = _Tokenizer(script, vars_, set(unknown or ()), maybe_env, list(positional or ["sh"]))
     out: list[Command] = []
-    for words, unresolved in tok.commands():
+    depth = 0  # inside if / while / until / for / case: assignments may not happen
+    for words, unresolved, after_logical in tok.commands():
         ws = list(words)
+        if ws and ws[0] in ("if", "while", "until", "for", "case"):
+            depth += 1
+        elif ws and ws[0] in ("fi", "done", "esac"):
+            depth = max(0, depth - 1)
         while ws and ws[0] in KEYWORDS:
             ws.pop(0)
         if not ws:
             continue
+        # A conditional assignment is applied only when its value is fully known: an
+        # unknown value must not replace a known one on a branch that may not run.
+        skip_assign = (depth > 0 or after_logical) and bool(unresolved)
         prefix: dict[str, str] = {}
         k = 0
         while k < len(ws) and _ASSIGN_RE.match(ws[k]):
@@ -356,6 +361,8 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
             prefix[m.group(1)] = m.group(2)
             k += 1
         if k == len(ws):  # only assignments: shell variables (exported if already exported)
+            if skip_assign:
+                continue
             for name, value in prefix.items():
                 vars_[name] = value
                 tok.unknown.discard(name)
@@ -364,6 +371,8 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
             continue
         cmd = ws[k:]
         if cmd[0] == "export" or (cmd[0] in ("declare", "typeset") and "-x" in cmd[1:]):
+            if skip_assign:
+                continue
             for arg in cmd[1:]:
                 m = _ASSIGN_RE.match(arg)
                 if m:

@@ -1,0 +1,182 @@
+"""More command shapes seen in real manifests."""
+
+import yaml
+
+from vllm_sizer.workloads.model import ReadContext
+from vllm_sizer.workloads.reader import read_workloads
+
+
+def one(text, context=None):
+    ws = read_workloads(yaml.safe_load(text), context)
+    assert len(ws) == 1, ws
+    return ws[0]
+
+
+def messages(w, severity=None):
+    return [str(d) for d in w.diagnostics if severity is None or d.severity == severity]
+
+
+def pod(container, **spec):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"},
+            "spec": {"containers": [{"name": "vllm", **container}], **spec}}
+
+
+def test_exec_dollar_at_wrapper():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
+                            "command": ["/bin/sh", "-c", 'echo hi; exec "$@"', "--"],
+                            "args": ["vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "3"]}))[0]
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_num_seqs == 3
+
+
+def test_nested_shell_and_env_wrapper():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
+                            "command": ["tini", "--", "bash", "-c",
+                                        "sh -c 'env VLLM_CPU_KVCACHE_SPACE=3 vllm serve Qwen/Qwen3-4B --device cpu'"]}))[0]
+    assert w.model == "Qwen/Qwen3-4B" and w.device == "cpu"
+    assert w.settings.cpu_kvcache_space_gib == 3
+
+
+def test_two_invocations_warn():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0", "command": ["bash", "-c",
+                            "vllm serve Qwen/Qwen3-4B --port 8000 &\nvllm serve Qwen/Qwen3-8B --port 8001"]}))[0]
+    assert w.model == "Qwen/Qwen3-4B"
+    assert any("2 vLLM invocations" in m for m in messages(w, "warning"))
+
+
+def test_ray_head_leader_with_vllm_serve_is_sized():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0", "command": ["bash", "-c",
+                            "ray start --head --port=6379 && vllm serve Qwen/Qwen3-32B -tp 4 -pp 2"]}))[0]
+    assert w.skip_reason is None and w.settings.pipeline_parallel_size == 2
+
+
+def test_unknown_image_only_args_is_not_vllm():
+    assert read_workloads(pod({"image": "python:3.12", "args": ["--model", "x"]})) == []
+    # an image that names vLLM but is not one of vLLM's: assumed `vllm serve`, with a warning
+    w = read_workloads(pod({"image": "ghcr.io/acme/vllm-patched:2024-10", "args": ["--model", "Qwen/Qwen3-8B"]}))[0]
+    assert w.model == "Qwen/Qwen3-8B"
+    assert any("ENTRYPOINT unknown" in m for m in messages(w, "warning"))
+
+
+def test_positional_to_api_server_entrypoint_warns():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.8.5", "args": ["Qwen/Qwen3-8B"]}))[0]
+    assert any("api_server module ignores it" in m for m in messages(w, "warning"))
+
+
+def test_kubelet_env_chain_and_dollar_dollar_in_script():
+    w = read_workloads(pod({
+        "image": "vllm/vllm-openai:v0.11.0",
+        "command": ["sh", "-c", "vllm serve $(ORG)/$(NAME) --max-num-seqs $$SEQS"],
+        "env": [{"name": "ORG", "value": "Qwen"}, {"name": "NAME", "value": "Qwen3-$(SIZE)"},
+                {"name": "SIZE", "value": "8B"}, {"name": "SEQS", "value": "5"}]}))[0]
+    # $(SIZE) is defined after NAME: the kubelet leaves it literal inside NAME
+    assert w.model == "Qwen/Qwen3-$(SIZE)"
+    assert w.settings.max_num_seqs == 5  # $$SEQS → $SEQS for the shell
+
+
+def test_gpu_labels_from_required_affinity_with_several_values():
+    w = read_workloads(pod(
+        {"image": "vllm/vllm-openai:v0.11.0", "command": ["vllm", "serve", "Qwen/Qwen3-8B"],
+         "resources": {"limits": {"nvidia.com/gpu": 1}}},
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                                       "values": ["NVIDIA-A10G", "NVIDIA-L4"]},
+                                      {"key": "nvidia.com/gpu.memory", "operator": "In",
+                                       "values": ["23028", "24576"]}]}]}}}))[0]
+    assert w.settings.gpu_product is None
+    assert w.settings.gpu_memory_bytes == 23028 * 2**20
+    assert any("several GPU products" in m for m in messages(w, "info"))
+
+
+def test_cpu_image_with_gpu_request_warns():
+    w = read_workloads(pod({"image": "vllm/vllm-openai-cpu:v0.12.0",
+                            "command": ["vllm", "serve", "Qwen/Qwen3-8B"],
+                            "resources": {"limits": {"nvidia.com/gpu": 1}}}))[0]
+    assert w.device == "cpu"
+    assert any("accelerator is unused" in m for m in messages(w, "warning"))
+
+
+def test_ld_preload_overrides_image():
+    w = read_workloads(pod({"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.11.0",
+                            "command": ["vllm", "serve", "Qwen/Qwen3-8B"],
+                            "env": [{"name": "LD_PRELOAD", "value": ""}]}))[0]
+    assert w.settings.allocator == "unknown"
+
+
+KSERVE_OLD_VLLM_RUNTIME = """
+apiVersion: serving.kserve.io/v1alpha1
+kind: ClusterServingRuntime
+metadata: {name: kserve-vllmserver}
+spec:
+  supportedModelFormats: [{name: vllm, autoSelect: true, priority: 1}]
+  containers:
+  - name: kserve-container
+    image: kserve/vllmserver:v0.16.0
+    command:
+    - bash
+    - -c
+    - |
+      export MODEL=${MODEL_DIR}
+      if [[ -z ${MODEL_DIR} ]] && [[ ! -z ${MODEL_ID} ]]
+      then
+        export MODEL=${MODEL_ID}
+      fi
+
+      vllm serve ${MODEL} --host 0.0.0.0 --port 8000 $@
+    - bash
+    env: [{name: MODEL_DIR, value: /mnt/models}]
+    resources:
+      requests: {cpu: "1", memory: 2Gi}
+      limits: {cpu: "1", memory: 2Gi}
+"""
+
+
+def test_runtime_with_bash_script_and_dollar_at():
+    rt = yaml.safe_load(KSERVE_OLD_VLLM_RUNTIME)
+    w = one("""
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: q}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: vllm}
+      storageUri: hf://Qwen/Qwen3-8B
+      args: [--max-num-seqs, "12", --enable-lora]
+      resources: {limits: {nvidia.com/gpu: 1, memory: 40Gi}}
+""", ReadContext(cluster_serving_runtimes={"kserve-vllmserver": rt}))
+    assert w.runtime == "kserve-vllmserver"
+    assert w.model == "Qwen/Qwen3-8B"  # ${MODEL} → /mnt/models → storageUri
+    assert w.settings.max_num_seqs == 12 and w.settings.enable_lora
+    assert w.limit_bytes == 40 * 2**30 and w.request_bytes == 2 * 2**30
+
+
+def test_llmisvc_prefill_and_additional_args_and_command_override():
+    ws = read_workloads(yaml.safe_load("""
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: pd}
+spec:
+  model: {uri: "hf://Qwen/Qwen3-8B"}
+  template:
+    containers:
+    - name: main
+      image: ghcr.io/llm-d/llm-d:v0.3.0
+      command: ["vllm", "serve", "/mnt/models", "--max-num-seqs", "$(SEQS)"]
+      env: [{name: SEQS, value: "7"}]
+  prefill:
+    parallelism: {tensor: 4}
+    template:
+      containers:
+      - name: sidecar
+        image: busybox
+      - name: main
+        env: [{name: VLLM_ADDITIONAL_ARGS, value: "--max-num-batched-tokens 16384"}]
+        resources: {limits: {amd.com/gpu: 4}}
+"""))
+    decode, prefill = ws
+    assert decode.container_path == "/spec/template/containers/0"
+    assert decode.settings.max_num_seqs == 7 and decode.model == "Qwen/Qwen3-8B"
+    assert prefill.container_path == "/spec/prefill/template/containers/1"
+    assert prefill.settings.tensor_parallel_size == 4
+    assert prefill.settings.max_num_batched_tokens == 16384 and prefill.device == "rocm"
