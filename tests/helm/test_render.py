@@ -17,7 +17,15 @@ kubernetes_validate = pytest.importorskip("kubernetes_validate")
 from kubernetes_validate import utils as kv_utils  # noqa: E402
 
 # matchConditions are GA (admissionregistration.k8s.io/v1) from 1.30: the chart's kubeVersion.
-K8S_VERSIONS = ("1.30.0", "1.33.0", kv_utils.latest_version())
+# The oldest supported, a middle one and the newest that kubernetes-validate ships.
+_MINORS = sorted({kv_utils.major_minor(v) for v in kv_utils.all_versions()
+                  if tuple(map(int, kv_utils.major_minor(v).split("."))) >= (1, 30)},
+                 key=lambda v: tuple(map(int, v.split("."))))
+K8S_VERSIONS = tuple(dict.fromkeys([_MINORS[0], _MINORS[len(_MINORS) // 2], _MINORS[-1]])) if _MINORS else ()
+
+
+def test_three_kubernetes_versions() -> None:
+    assert len(K8S_VERSIONS) >= 3, f"kubernetes-validate ships too few schemas >= 1.30: {_MINORS}"
 CUSTOM_KINDS = {("cert-manager.io/v1", "Certificate"), ("cert-manager.io/v1", "Issuer"),
                 ("monitoring.coreos.com/v1", "ServiceMonitor")}
 NS = "vllm-sizer"
