@@ -14,6 +14,7 @@ import argparse
 import datetime as _dt
 import fnmatch
 import os
+import signal
 import subprocess
 import sys
 from typing import Dict, List, Optional, Tuple
@@ -81,6 +82,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="git-commit the CSV after every new row")
     args = ap.parse_args(argv)
 
+    def _term(signum, frame):  # SIGTERM -> SystemExit, so run_one cleans up
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _term)
     settings, specs = load_matrix(args.matrix)
     until = args.until or settings.get("until")
     if args.only:

@@ -252,6 +252,10 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
     env.update({
         "VLLM_CPU_KVCACHE_SPACE": f"{s.kv_space_gib:g}",
         "VLLM_CPU_OMP_THREADS_BIND": s.omp_bind,
+        # a LoRA prefill step takes minutes on 2 cores; vLLM's default 300 s RPC
+        # timeout would kill the engine mid-step
+        "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": str(int(s.timeout_s)),
+        "VLLM_ENGINE_READY_TIMEOUT_S": str(int(s.timeout_s)),
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
         "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
         "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false",
@@ -369,6 +373,16 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
         except ProcessLookupError:
             pass
         proc.wait()
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM via run_matrix): the run is discarded, but
+        # its processes and cgroup must not outlive us
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if group is not None:
+            group.remove()
+        raise
     wall = time.time() - t0
     rt.join(timeout=10)
     if current[0] != "exit" or "exit" not in phase_peaks:
