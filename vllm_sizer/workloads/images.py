@@ -11,18 +11,18 @@ VLLM_SERVE = ["vllm", "serve"]
 HF_SERVER = ["python", "-m", "huggingfaceserver"]
 
 # ENTRYPOINT of vLLM's own images (the `vllm-openai` stage of vLLM's Dockerfile, later
-# docker/Dockerfile; the CPU images follow the same stage layout), by first vLLM version.
-# Source: vllm-project/vllm Dockerfile / docker/Dockerfile: releases through 0.10/0.11 end with
-#   ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]
-# and later docker/Dockerfile ends with
-#   ENTRYPOINT ["vllm", "serve"]
-# (vllm/vllm-openai:latest shows Entrypoint=["vllm","serve"] with vLLM 0.26.0; a vLLM docs PR of
-# January 2026 still describes the api_server entrypoint). The exact release of the switch was
-# not pinned down: 0.15.0 is assumed. Both entrypoints accept `--model X`; only the
-# positional form differs, and the reader warns about it.
+# docker/Dockerfile; the CPU images are assumed to follow the same stage), by first vLLM version.
+# Source, vllm-project/vllm:
+# - Dockerfile of the 0.5/0.6 era and docker/Dockerfile of mid-2025 (0.9/0.10, docs on mkdocs)
+#   end with  ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"];
+# - docker/Dockerfile at a commit pinning flashinfer-cubin 0.4.1 (October 2025, after 0.11.0)
+#   ends with ENTRYPOINT ["vllm", "serve"] (and vllm/vllm-openai:latest with vLLM 0.26.0 shows
+#   Entrypoint=["vllm","serve"]).
+# The first release with `vllm serve` is assumed to be 0.11.1. Both entrypoints accept
+# `--model X`; only a positional model differs, and the reader warns about it.
 ENTRYPOINT_TABLE: list[tuple[tuple[int, int, int], list[str]]] = [
     ((0, 0, 0), API_SERVER),
-    ((0, 15, 0), VLLM_SERVE),  # assumed (see above)
+    ((0, 11, 1), VLLM_SERVE),  # assumed first release (see above)
 ]
 
 # Repository names (last path component) of vLLM's published images.

@@ -208,11 +208,8 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
         for key in ("leaderTemplate", "workerTemplate"):
             tmpl = _dict(lwt.get(key))
             if tmpl:
-                for v in _pod_views(_dict(tmpl.get("spec")),
-                                    ("spec", "leaderWorkerTemplate", key, "spec")):
-                    if key == "workerTemplate" and "leaderTemplate" in lwt:
-                        v.name = v.name  # workers keep their container name
-                    views.append(v)
+                views += _pod_views(_dict(tmpl.get("spec")),
+                                    ("spec", "leaderWorkerTemplate", key, "spec"))
         return views
     if group == "serving.kserve.io":
         if kind == "InferenceService":

@@ -153,6 +153,7 @@ class ParsedVllm:
     model: str | None = None
     lora_modules: list[str] = field(default_factory=list)
     config_file: str | None = None
+    config_model: str | None = None  # `model:` in a --config file: below the command line
     unknown_flags: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -306,6 +307,8 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
         if target == "device":
             value = value.lower()
         out.values[target] = value
+    if flag_model is None and out.model is None and out.config_model is not None:
+        out.model = out.config_model
     if flag_model is not None:
         if out.model is None:
             out.model = flag_model
@@ -346,7 +349,7 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
         if not spec or not spec[0]:
             continue
         target, kind = spec
-        if target in out.values or (target == "model" and out.model):
+        if target in out.values:
             continue
         try:
             if kind == "bool":
@@ -357,7 +360,7 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
             out.diagnostics.append(Diagnostic("error", f"{exc} (in --config)", "--" + key, str(v)))
             continue
         if target == "model":
-            out.model = value
+            out.config_model = value
         else:
             out.values[target] = value
 
