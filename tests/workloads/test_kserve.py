@@ -84,7 +84,7 @@ spec:
     assert s.dtype == "float32" and s.max_num_seqs == 8
     assert w.limit_bytes == 24 * 2**30
     assert w.request_bytes == 2 * 2**30  # runtime's request survives
-    assert any("float32 on CPU" in m for m in messages(w, "warning"))
+    assert any("float32 on CPU" in m for m in messages(w, "info"))
 
 
 def test_hf_backend_huggingface_is_not_vllm():

@@ -180,3 +180,16 @@ spec:
     assert prefill.container_path == "/spec/prefill/template/containers/1"
     assert prefill.settings.tensor_parallel_size == 4
     assert prefill.settings.max_num_batched_tokens == 16384 and prefill.device == "rocm"
+
+
+def test_echo_of_a_vllm_command_is_not_an_invocation():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0", "command": ["bash", "-c",
+                            "echo starting vllm serve now; uv pip install x; vllm serve Qwen/Qwen3-4B"]}))[0]
+    assert w.model == "Qwen/Qwen3-4B"
+    assert not any("invocations" in m for m in messages(w))
+
+
+def test_deeply_nested_defaults_do_not_break():
+    script = "vllm serve " + "${A:-" * 50 + "Qwen/Qwen3-4B" + "}" * 50
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0", "command": ["sh", "-c", script]}))
+    assert len(w) == 1

@@ -44,6 +44,8 @@ APPS_KINDS = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"}
 RELEVANT_ENV = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "LD_PRELOAD",
                 "VLLM_ADDITIONAL_ARGS")
 HF_SERVER_MODULE = "huggingfaceserver"
+NOT_RUNNING = {"echo", "printf", "logger", ":", "true", "false", "test", "[", "[[", "cat", "grep",
+               "pip", "pip3", "uv", "which", "command", "type", "hash", "ls"}
 _CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
 
 
@@ -282,6 +284,8 @@ def _locate(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: 
     found: _Located | None = None
     count = 0
     for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
+        if cmd.words[0] in NOT_RUNNING:
+            continue  # `echo "vllm serve ..."` prints, it does not run
         sub = _locate(cmd.words, cmd.env, unknown, maybe_env, depth + 1)
         if sub is None:
             continue
@@ -558,9 +562,9 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                                         "into float16 on GPU", "--dtype", hf_args.dtype or "auto"))
             elif dev.device == "cpu":
                 parsed.values["dtype"] = "float32"
-                diags.append(Diagnostic("warning", "KServe's Hugging Face server turns --dtype auto "
-                                        "into float32 on CPU (twice the weights of bfloat16): set "
-                                        "--dtype bfloat16 to halve them", "--dtype",
+                diags.append(Diagnostic("info", "KServe's Hugging Face server turns --dtype auto "
+                                        "into float32 on CPU (twice the weights of bfloat16; "
+                                        "--dtype bfloat16 halves them)", "--dtype",
                                         hf_args.dtype or "auto"))
         if dev.device in ("cuda", "rocm") and dev.gpu_count:
             set_tp = parsed.values.get("tensor_parallel_size")

@@ -64,7 +64,8 @@ def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
 
 class _Tokenizer:
     def __init__(self, script: str, vars_: dict[str, str], unknown: set[str], maybe_env: bool,
-                 positional: list[str]):
+                 positional: list[str], depth: int = 0):
+        self.depth = depth  # nesting of ${X:-${Y:-...}} defaults
         self.s = script[:MAX_SCRIPT]
         self.vars = vars_
         self.unknown = unknown
@@ -105,8 +106,10 @@ class _Tokenizer:
         if not op_m:
             return "unknown", None
         op, word = op_m.group(1), op_m.group(2)
+        if self.depth >= 8:
+            return "unknown", None
         word_value = " ".join(_Tokenizer(word, self.vars, self.unknown, self.maybe_env,
-                                         self.positional).words_only())
+                                         self.positional, self.depth + 1).words_only())
         if state == "unknown":
             return "unknown", None
         empty = state == "unset" or (op.startswith(":") and value == "")
