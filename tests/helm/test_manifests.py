@@ -46,3 +46,14 @@ def test_script_check_mode() -> None:
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "up to date" in out.stdout
+
+
+def test_chart_readme_lists_every_value() -> None:
+    readme = rm.CHART_README.read_text()
+    assert readme == rm.chart_readme(readme), (
+        "helm/vllm-sizer/README.md values table is stale: run python scripts/render-manifests.py")
+    rows = rm.values_rows()
+    assert len(rows) > 50
+    for path, _default, doc in rows:
+        assert doc, f"{path} has no description in values.yaml"
+        assert f"| `{path}` |" in readme
