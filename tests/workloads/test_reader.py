@@ -581,6 +581,7 @@ def test_leader_worker_set():
     assert leader.gpu_count == 8 and leader.model == "Qwen/Qwen3-32B"
     assert worker.container_path == "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0"
     assert worker.settings is None and "Ray worker" in worker.skip_reason
+    assert not any("not in the container's env" in str(d) for d in leader.diagnostics)
 
 
 def test_bool_and_int_items_in_args_and_env():

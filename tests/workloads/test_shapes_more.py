@@ -193,3 +193,15 @@ def test_deeply_nested_defaults_do_not_break():
     script = "vllm serve " + "${A:-" * 50 + "Qwen/Qwen3-4B" + "}" * 50
     w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0", "command": ["sh", "-c", script]}))
     assert len(w) == 1
+
+
+def test_env_from_makes_unknown_variables_a_diagnostic():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
+                            "command": ["sh", "-c", "vllm serve $MODEL --max-num-seqs $(SEQS)"],
+                            "envFrom": [{"configMapRef": {"name": "vllm-env"}}]}))[0]
+    assert w.model == "$MODEL" and w.model_config_source == "none"
+    msgs = messages(w)
+    assert any("configMapRef vllm-env" in m for m in msgs)
+    assert any("$(SEQS) may come from envFrom" in m for m in msgs)
+    assert any("$MODEL has no known value" in m for m in msgs)
+    assert any("--max-num-seqs='$(SEQS)'" in m for m in messages(w, "error"))

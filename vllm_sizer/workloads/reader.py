@@ -44,6 +44,8 @@ APPS_KINDS = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"}
 RELEVANT_ENV = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "LD_PRELOAD",
                 "VLLM_ADDITIONAL_ARGS")
 HF_SERVER_MODULE = "huggingfaceserver"
+# Environment the LeaderWorkerSet controller adds to every pod (values known only at runtime).
+LWS_ENV = ("LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX", "LWS_NAME")
 NOT_RUNNING = {"echo", "printf", "logger", ":", "true", "false", "test", "[", "[[", "cat", "grep",
                "pip", "pip3", "uv", "which", "command", "type", "hash", "ls"}
 _CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
@@ -210,8 +212,10 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
         for key in ("leaderTemplate", "workerTemplate"):
             tmpl = _dict(lwt.get(key))
             if tmpl:
-                views += _pod_views(_dict(tmpl.get("spec")),
-                                    ("spec", "leaderWorkerTemplate", key, "spec"))
+                for v in _pod_views(_dict(tmpl.get("spec")),
+                                    ("spec", "leaderWorkerTemplate", key, "spec")):
+                    v.injected_env = LWS_ENV
+                    views.append(v)
         return views
     if group == "serving.kserve.io":
         if kind == "InferenceService":
@@ -396,6 +400,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 
     env, unknown, maybe_env, env_diags = _read_env(c)
     diags += env_diags
+    unknown |= {name for name in view.injected_env if name not in env}
 
     # command / args with the kubelet's $(VAR) expansion
     kube_unresolved: list[str] = []
@@ -411,7 +416,10 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     command = kx(_words(c.get("command")))
     args = kx(_words(c.get("args")))
     for name in dict.fromkeys(kube_unresolved):
-        if name in unknown:
+        if name in view.injected_env and name not in env:
+            diags.append(Diagnostic("info", f"$({name}) is set by the LeaderWorkerSet controller: "
+                                    "read literally", flag=f"$({name})"))
+        elif name in unknown:
             diags.append(Diagnostic("warning", f"$({name}) comes from valueFrom: its value is "
                                     "unknown, read literally", flag=f"$({name})"))
         elif maybe_env:
