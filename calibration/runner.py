@@ -70,6 +70,7 @@ class RunSpec:
     timeout_s: float = 2400.0
     run_id: str = ""
     notes: str = ""
+    repeat: int = 0  # >0: a deliberate repeat of the same parameters (own key)
 
     def resolved(self) -> "RunSpec":
         s = dataclasses.replace(self)
@@ -94,6 +95,8 @@ class RunSpec:
                  s.dtype, f"kv{s.kv_space_gib:g}", s.allocator, f"cap{s.cap_gib:g}"]
         if s.omp_bind != "auto":
             parts.append(f"omp={s.omp_bind}")
+        if s.repeat:
+            parts.append(f"rep{s.repeat}")
         if s.lora and s.target_modules != ",".join(DEFAULT_TARGET_MODULES):
             parts.append("tm=" + s.target_modules)
         return "|".join(parts)

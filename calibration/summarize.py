@@ -31,6 +31,16 @@ def twin_key(r: Dict[str, str]) -> tuple:
             r["allocator"], r["dtype"], r.get("omp_bind") or "auto")
 
 
+def request_start_usage(r: Dict[str, str]) -> Optional[int]:
+    import json
+    try:
+        ends = json.loads(r.get("phase_usage_end") or "{}")
+    except ValueError:
+        return None
+    v = ends.get("adapter", ends.get("init"))
+    return None if v is None else int(v)
+
+
 def request_increment(r: Dict[str, str]) -> Optional[int]:
     """Peak of the request phase minus the cgroup usage when the request phase
     started (end of the previous phase): the transient the first request adds on
@@ -95,6 +105,12 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
                     d["incr_diff_MiB"] = round((inc - inc_off) / MIB)
                     if f:
                         d["incr_ratio"] = f"{(inc - inc_off) / f:.2f}"
+        d["resident_diff_MiB"] = ""
+        if lora and r["outcome"] == "ok":
+            off = offs.get(twin_key(r))
+            a, b = request_start_usage(r), request_start_usage(off) if off else None
+            if a is not None and b is not None:
+                d["resident_diff_MiB"] = round((a - b) / MIB)
         d["wall_s"] = r.get("wall_s", "")
         out.append(d)
     return out

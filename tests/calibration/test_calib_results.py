@@ -103,3 +103,8 @@ def test_omp_bind_in_key_only_when_not_auto():
     a = RunSpec(lora=True, max_num_batched_tokens=512)
     b = RunSpec(lora=True, max_num_batched_tokens=512, omp_bind="0-1")
     assert "omp=" not in a.key() and b.key() == a.key() + "|omp=0-1"
+
+
+def test_repeat_gets_its_own_key():
+    a = RunSpec(max_num_batched_tokens=512)
+    assert RunSpec(max_num_batched_tokens=512, repeat=1).key() == a.key() + "|rep1"
