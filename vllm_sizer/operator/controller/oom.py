@@ -120,6 +120,8 @@ class OomWatcher:
         self._seen: set[tuple[str, str, int]] = set()
         self._tasks: list[asyncio.Task] = []
         self._stop = threading.Event()
+        self._streams: set[Any] = set()  # open watch responses, shut down on stop()
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------- one pod's state
     def vllm_containers(self, pod: dict[str, Any]) -> set[str]:
@@ -245,6 +247,13 @@ class OomWatcher:
 
     async def stop(self) -> None:
         self._stop.set()
+        with self._lock:
+            streams = list(self._streams)
+        for raw in streams:  # unblock the threads' reads now, not at the server's timeout
+            try:
+                raw.shutdown() if hasattr(raw, "shutdown") else raw.close()
+            except Exception:  # noqa: BLE001
+                pass
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -299,6 +308,10 @@ class OomWatcher:
         resp = client.call_api(method, url, header_params=headers,
                                _request_timeout=(10, WATCH_TIMEOUT_SECONDS + 30))
         raw = resp.response
+        with self._lock:
+            self._streams.add(raw)
+        if self._stop.is_set():
+            raw.shutdown()
         if not 200 <= resp.status <= 299:
             raise ApiError(resp.status, resp.reason or "", raw.read().decode("utf-8", "replace"))
         buf = b""
@@ -319,4 +332,6 @@ class OomWatcher:
                     if etype in ("ADDED", "MODIFIED"):
                         self._push(loop, queue, obj)
         finally:
+            with self._lock:
+                self._streams.discard(raw)
             raw.release_conn()

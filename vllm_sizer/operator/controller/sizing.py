@@ -333,7 +333,7 @@ class Sizer:
         if self.settings.patch_existing:
             decision = review_object(obj, ctx, self.policy, read=self.read)
             if decision.verdict == "mutate":
-                result = await self._patch_template(obj, decision, stored)
+                result = await self._patch_template(obj, decision, ctx)
         if result is None:
             decision = review_object(observer_view(obj), ctx, self.observer_policy, read=self.read)
             result = await self._annotate(obj, decision, stored)
@@ -362,13 +362,18 @@ class Sizer:
         return result
 
     async def _patch_template(self, obj: dict[str, Any], decision: ObjectDecision,
-                              stored: dict[str, str]) -> SizeResult:
+                              ctx: ReadContext) -> SizeResult:
         verdict = classify(decision, patched=True)
         assert verdict is not None
         reason, type_, message = verdict
+        mutated = decision.mutated(obj)
         ops = list(decision.patch)
-        ops += sized_label_patch(decision.mutated(obj))
-        marker = f"{reason} {digest(message)}"
+        ops += sized_label_patch(mutated)
+        # The marker is that of the patched object as the next run will observe it, so the
+        # next resume finds it stored and posts nothing.
+        steady = classify(review_object(observer_view(mutated), ctx, self.observer_policy,
+                                        read=self.read)) or verdict
+        marker = f"{steady[0]} {digest(steady[2])}"
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv}] if rv else []
         if not (obj.get("metadata") or {}).get("annotations") and not any(
