@@ -436,3 +436,13 @@ def test_namespaces_and_selectors() -> None:
     assert {"key": "kubernetes.io/metadata.name", "operator": "In",
             "values": ["ml", "inference"]} in sel["matchExpressions"]
     assert sel["matchExpressions"][0]["values"] == ["kube-system", NS, "monitoring"]
+
+
+def test_image_tag_and_digest() -> None:
+    def images(values: dict) -> set[str]:
+        return {d["spec"]["template"]["spec"]["containers"][0]["image"]
+                for d in by_kind(render_objects(values), "Deployment")}
+
+    assert images({"image": {"tag": 1.2}}) == {"ghcr.io/vllm-sizer/vllm-sizer:1.2"}
+    digest = "sha256:" + "a" * 64
+    assert images({"image": {"tag": "x", "digest": digest}}) == {"ghcr.io/vllm-sizer/vllm-sizer@" + digest}

@@ -70,6 +70,8 @@ SCHEMA_ERRORS = [
     ({"namespaces": ["Not_A_Namespace"]}, "/namespaces/0"),
     ({"certManager": {"enabled": True, "issuerRef": {"name": "x", "kind": "Bogus"}}}, "/certManager/issuerRef/kind"),
     ({"objectSelector": {"matchExpressions": [{"key": "a", "operator": "Maybe"}]}}, "/objectSelector"),
+    ({"image": {"digest": "latest"}}, "/image/digest"),
+    ({"webhook": {"pdb": {"minAvailable": "50%"}}}, "/webhook/pdb/minAvailable"),
 ]
 
 

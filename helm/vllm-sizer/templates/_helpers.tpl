@@ -60,7 +60,11 @@ app.kubernetes.io/part-of: vllm-sizer
 {{- end }}
 
 {{- define "vllm-sizer.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion (toString .Values.image.tag)) }}
+{{- end }}
 {{- end }}
 
 {{/* Restricted Pod Security Standard, for both roles. */}}
