@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import check, estimate
+from . import check, estimate, run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,6 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     estimate.register(sub)
     check.register(sub)
+    run.register(sub)
     return parser
 
 

@@ -1,0 +1,348 @@
+"""`vllm-sizer run`: what the container runs, and `--dev` for a laptop or the e2e suite.
+
+Roles (`--role`, default `all`):
+- `webhook`: the admission server only (TLS on settings.webhook_port, metrics and /healthz on
+  settings.metrics_port). No Kopf: nothing on the admission path depends on Kopf, its indexes or
+  peering. Stateless: run several replicas behind the Service.
+- `controller`: the Kopf operator (watchers sizing existing objects, the OOM evidence pod watch),
+  `standalone` by default (one replica, Recreate strategy); `--priority N` turns on Kopf peering
+  instead (give each replica a DIFFERENT priority: equal priorities freeze them all). Kopf's
+  liveness endpoint at `--liveness` (default http://0.0.0.0:<metrics_port + 1>/healthz) and
+  Prometheus metrics on settings.metrics_port.
+- `all`: both in one process (metrics come from the webhook server's listener).
+
+In-cluster certificates (role webhook/all, VLLM_SIZER_CERT_MODE=self-signed, the default): the
+CA and serving certificate live in the Secret settings.CERT_SECRET_NAME in the operator's
+namespace (created when missing, re-issued 30 days before expiry, checked hourly); the files
+are written to settings.cert_dir and the caBundle of both webhook configurations is patched.
+With `cert-manager` or `secret`, the files are mounted into cert_dir and only read.
+
+`--dev [--webhook-host HOST] [--namespace NS]`: a local process against the current kubeconfig.
+It generates a self-signed CA + serving certificate for HOST (an IP SAN when HOST is an IP),
+serves the webhook on HOST:port, registers MutatingWebhookConfiguration
+`vllm-sizer-dev-mutating` and ValidatingWebhookConfiguration `vllm-sizer-dev-validating` with
+`url: https://HOST:port/mutate|validate` and failurePolicy Ignore (so a crashed run blocks
+nothing), and DELETES both on exit, SIGINT and SIGTERM included (Kopf's managed mode would only
+empty them). HOST must be an address the API server can reach: 127.0.0.1 for an API server on
+this machine; the docker network gateway (e.g. 172.18.0.1) for kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+import signal
+import sys
+import tempfile
+from typing import Any
+
+from ..operator.settings import (CERT_SECRET_NAME, HEALTH_PATH, MUTATING_CONFIG_NAME,
+                                 VALIDATING_CONFIG_NAME, OperatorSettings)
+
+log = logging.getLogger("vllm_sizer.run")
+DEV_MUTATING = "vllm-sizer-dev-mutating"
+DEV_VALIDATING = "vllm-sizer-dev-validating"
+CERT_CHECK_INTERVAL = 3600.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+    p = sub.add_parser(
+        "run", help="run the operator (webhook server, controller, or both)",
+        description="Run vllm-sizer in a cluster (--role) or locally against the current "
+                    "kubeconfig (--dev). Settings come from VLLM_SIZER_* environment variables.")
+    p.add_argument("--role", choices=["webhook", "controller", "all"], default="all")
+    p.add_argument("--dev", action="store_true",
+                   help="local run: self-signed certificate, URL webhook configurations "
+                        "(failurePolicy Ignore) registered now and deleted on exit")
+    p.add_argument("--webhook-host", default=None,
+                   help="--dev: the address the API server reaches this process at "
+                        "(default 127.0.0.1)")
+    p.add_argument("--namespace", default=None,
+                   help="serve only this namespace (webhook namespaceSelector and watchers)")
+    p.add_argument("--port", type=int, default=None, help="webhook TLS port (default 9443)")
+    p.add_argument("--metrics-port", type=int, default=None,
+                   help="metrics/health HTTP port (default 8080; -1 disables)")
+    p.add_argument("--bind", default=None,
+                   help="webhook listen address (default 0.0.0.0; --dev: HOST when it is an IP)")
+    p.add_argument("--priority", type=int, default=None,
+                   help="controller: use Kopf peering with this priority instead of standalone")
+    p.add_argument("--peering-name", default="vllm-sizer",
+                   help="controller with --priority: the KopfPeering object's name")
+    p.add_argument("--liveness", default=None,
+                   help="controller: Kopf liveness endpoint URL (default "
+                        "http://0.0.0.0:<metrics port + 1>/healthz; '' disables)")
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: KUBECONFIG)")
+    p.add_argument("--context", default=None, help="kubeconfig context")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    _logging(args)
+    if args.kubeconfig:  # Kopf's login reads KUBECONFIG too
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    try:
+        settings = _settings(args)
+    except Exception as exc:  # noqa: BLE001 - bad environment → one clear line
+        print(f"vllm-sizer run: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(run(args, settings))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _logging(args: argparse.Namespace) -> None:
+    level = logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Kopf logs two INFO lines per handled object; keep them at WARNING unless verbose.
+    logging.getLogger("kopf").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+def _settings(args: argparse.Namespace) -> OperatorSettings:
+    settings = OperatorSettings.from_env()
+    update: dict[str, Any] = {}
+    if args.namespace:
+        update["namespaces"] = [args.namespace]
+    if args.port is not None:
+        update["webhook_port"] = args.port
+    if args.metrics_port is not None:
+        update["metrics_port"] = args.metrics_port
+    if args.bind:
+        update["webhook_host"] = args.bind
+    return settings.model_copy(update=update)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if _is_ip(host) and ":" in host else host
+
+
+# ------------------------------------------------------------------------------- the run
+async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
+    from ..operator.controller.kube import default_api_client_factory
+    from ..operator.model_configs import ClusterModelConfigs
+
+    factory = default_api_client_factory(args.kubeconfig, args.context)
+    lookup = ClusterModelConfigs(factory, settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+    cleanups: list[Any] = []
+    try:
+        if args.dev:
+            settings = await _dev_setup(args, settings, factory, cleanups)
+        elif args.role in ("webhook", "all") and settings.cert_mode == "self-signed":
+            await _in_cluster_certificates(settings, factory, cleanups)
+
+        if args.role in ("webhook", "all"):
+            from ..operator.webhook.server import start_webhook_server
+
+            runner = await start_webhook_server(settings, lookup)
+            cleanups.append(runner.cleanup)
+            if args.dev:
+                await _dev_register(args, settings, factory, cleanups, runner)
+
+        if args.role in ("controller", "all"):
+            if args.role == "controller" and settings.metrics_port >= 0:
+                cleanups.append(await _metrics_server(settings))
+            await _controller(args, settings, factory, lookup, stop)
+        else:
+            print(f"vllm-sizer: webhook role running (pid {os.getpid()}); Ctrl+C to stop",
+                  file=sys.stderr, flush=True)
+            await stop.wait()
+    finally:
+        for fn in reversed(cleanups):
+            try:
+                res = fn()
+                if asyncio.iscoroutine(res):
+                    await asyncio.wait_for(res, 15)
+            except Exception as exc:  # noqa: BLE001 - keep cleaning up
+                log.warning("cleanup step failed: %s", exc)
+        with contextlib.suppress(Exception):
+            await lookup.close()
+    return 0
+
+
+async def _metrics_server(settings: OperatorSettings) -> Any:
+    from aiohttp import web
+
+    from ..operator.webhook.server import build_metrics_app
+
+    runner = web.AppRunner(build_metrics_app(), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, settings.webhook_host, settings.metrics_port).start()
+    return runner.cleanup
+
+
+async def _controller(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
+                      lookup: Any, stop: asyncio.Event) -> None:
+    import kopf
+
+    from ..operator.controller import KubeApi, OomWatcher, Sizer, register
+
+    api = KubeApi(factory)
+    registry = kopf.OperatorRegistry()
+    register(registry, Sizer(api, settings, lookup), OomWatcher(api, settings))
+    liveness = args.liveness
+    if liveness is None:
+        port = settings.metrics_port + 1 if settings.metrics_port > 0 else 8081
+        liveness = f"http://0.0.0.0:{port}{HEALTH_PATH}"
+    peering = args.priority is not None
+    kwargs: dict[str, Any] = dict(
+        registry=registry, standalone=not peering, stop_flag=stop,
+        liveness_endpoint=liveness or None)
+    if peering:
+        kwargs.update(priority=args.priority, peering_name=args.peering_name)
+    if settings.namespaces:
+        kwargs["namespaces"] = list(settings.namespaces)
+    else:
+        kwargs["clusterwide"] = True
+    log.info("controller starting (%s)", f"peering priority {args.priority}" if peering else "standalone")
+    await kopf.operator(**kwargs)
+
+
+# ------------------------------------------------------------------- in-cluster certificates
+async def _in_cluster_certificates(settings: OperatorSettings, factory: Any, cleanups: list) -> None:
+    from ..operator import certificates as certs
+
+    def ensure() -> bool:
+        from kubernetes import client
+
+        bundle, changed = certs.ensure_certificate_secret(
+            client.CoreV1Api(factory()), settings.operator_namespace, CERT_SECRET_NAME,
+            settings.service_name)
+        on_disk = certs.read_certificates(settings.cert_dir)
+        if on_disk is None or on_disk.cert != bundle.cert or on_disk.key != bundle.key:
+            certs.write_certificates(settings.cert_dir, bundle)
+        ca = certs.merge_ca_bundles(on_disk.ca_cert if on_disk else None, bundle.ca_cert) \
+            if changed else bundle.ca_cert
+        certs.patch_ca_bundles(client.AdmissionregistrationV1Api(factory()), ca,
+                               (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME))
+        return changed
+
+    await asyncio.to_thread(ensure)
+
+    async def keep_fresh() -> None:
+        while True:
+            await asyncio.sleep(CERT_CHECK_INTERVAL)
+            try:
+                if await asyncio.to_thread(ensure):
+                    log.info("webhook certificate re-issued")
+            except Exception as exc:  # noqa: BLE001 - retried next hour; the old one still works
+                log.warning("certificate check failed: %s", exc)
+
+    task = asyncio.create_task(keep_fresh(), name="vllm-sizer-certificates")
+    cleanups.append(task.cancel)
+
+
+# --------------------------------------------------------------------------------- --dev
+async def _dev_setup(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
+                     cleanups: list) -> OperatorSettings:
+    from ..operator import certificates as certs
+
+    host = args.webhook_host or "127.0.0.1"
+    cert_dir = tempfile.mkdtemp(prefix="vllm-sizer-dev-")
+    ip = _is_ip(host)
+    bundle = certs.generate_self_signed(
+        settings.service_name, settings.operator_namespace,
+        ip_addresses=[host] if ip else [],
+        extra_dns_names=["localhost"] + ([] if ip else [host]))
+    certs.write_certificates(cert_dir, bundle)
+    args._dev_ca = bundle.ca_cert  # noqa: SLF001 - handed to _dev_register
+    args._dev_host = host  # noqa: SLF001
+
+    def remove_dir() -> None:
+        import shutil
+        shutil.rmtree(cert_dir, ignore_errors=True)
+
+    cleanups.append(remove_dir)
+    update: dict[str, Any] = {"cert_dir": cert_dir, "cert_mode": "secret"}
+    if not args.bind:
+        update["webhook_host"] = host if ip else "0.0.0.0"
+    # Make sure the API server can call us right away: load the kubeconfig now (clear error).
+    await asyncio.to_thread(factory)
+    return settings.model_copy(update=update)
+
+
+def dev_configurations(settings: OperatorSettings, url: str, ca_cert: bytes
+                       ) -> tuple[dict[str, Any], dict[str, Any]]:
+    from ..operator.webhook.configurations import webhook_configurations
+
+    mutating, validating = webhook_configurations(settings, url=url, ca_bundle=ca_cert,
+                                                  failure_policy="Ignore")
+    mutating["metadata"]["name"] = DEV_MUTATING
+    validating["metadata"]["name"] = DEV_VALIDATING
+    for cfg in (mutating, validating):
+        cfg["metadata"].setdefault("labels", {})["vllm-sizer.io/dev"] = "true"
+    return mutating, validating
+
+
+async def _dev_register(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
+                        cleanups: list, runner: Any) -> None:
+    from ..operator.webhook.server import bound_port
+
+    port = bound_port(runner)
+    url = f"https://{_url_host(args._dev_host)}:{port}"  # noqa: SLF001
+    mutating, validating = dev_configurations(settings, url, args._dev_ca)  # noqa: SLF001
+
+    def delete() -> None:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        api = client.AdmissionregistrationV1Api(factory())
+        for fn, name in ((api.delete_mutating_webhook_configuration, DEV_MUTATING),
+                         (api.delete_validating_webhook_configuration, DEV_VALIDATING)):
+            try:
+                fn(name, _request_timeout=10)
+                print(f"vllm-sizer: deleted {name}", file=sys.stderr, flush=True)
+            except ApiException as exc:
+                if exc.status != 404:
+                    log.warning("deleting %s failed: %s", name, exc)
+
+    def create() -> None:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        api = client.AdmissionregistrationV1Api(factory())
+        for body, create_fn, replace_fn, read_fn in (
+                (mutating, api.create_mutating_webhook_configuration,
+                 api.replace_mutating_webhook_configuration,
+                 api.read_mutating_webhook_configuration),
+                (validating, api.create_validating_webhook_configuration,
+                 api.replace_validating_webhook_configuration,
+                 api.read_validating_webhook_configuration)):
+            name = body["metadata"]["name"]
+            try:
+                create_fn(body, _request_timeout=10)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                current = read_fn(name, _request_timeout=10)
+                body["metadata"]["resourceVersion"] = current.metadata.resource_version
+                replace_fn(name, body, _request_timeout=10)
+
+    async def cleanup() -> None:
+        await asyncio.to_thread(delete)
+
+    cleanups.append(cleanup)  # registered first: runs even when the creation fails half-way
+    await asyncio.to_thread(create)
+    print(f"vllm-sizer --dev: webhook at {url} registered as {DEV_MUTATING} and "
+          f"{DEV_VALIDATING} (failurePolicy Ignore); they are deleted on exit",
+          file=sys.stderr, flush=True)
