@@ -1,0 +1,96 @@
+"""`vllm-sizer run --dev` as a subprocess against kmock (standing in for the API server):
+registers URL webhook configurations with failurePolicy Ignore, serves TLS for the IP, and
+deletes the configurations on SIGTERM and SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import signal
+import ssl
+import sys
+import uuid
+
+import aiohttp
+import pytest
+
+from vllm_sizer.cli.run import DEV_MUTATING, DEV_VALIDATING
+
+from .conftest import example
+
+MUTATING = "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+VALIDATING = "admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+
+def kubeconfig(tmp_path, url: str) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "kmock",
+        "clusters": [{"name": "kmock", "cluster": {"server": url}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "u"}}]}))
+    return str(path)
+
+
+def live(kmock, resource: str, name: str):
+    for (res, _ns, n), obj in list(kmock.objects.items()):
+        if n == name and f"{res.group}/{res.version}/{res.plural}" == resource and not obj.deleted:
+            return obj
+    return None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_dev_registers_serves_and_deletes_on_signal(kmock, tmp_path, sig):
+    kmock.resources[MUTATING] = {}
+    kmock.resources[VALIDATING] = {}
+    env = {**os.environ, "KUBECONFIG": kubeconfig(tmp_path, str(kmock.url).rstrip("/")),
+           "PYTHONUNBUFFERED": "1"}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "vllm_sizer.cli.main", "run", "--dev", "--role", "webhook",
+        "--webhook-host", "127.0.0.1", "--port", "0", "--metrics-port", "-1",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        for _ in range(200):
+            if live(kmock, VALIDATING, DEV_VALIDATING) is not None or proc.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+        mutating = live(kmock, MUTATING, DEV_MUTATING)
+        validating = live(kmock, VALIDATING, DEV_VALIDATING)
+        assert mutating is not None and validating is not None, \
+            (await proc.stdout.read(4000)).decode() if proc.returncode is not None else "not registered"
+        hook = dict(mutating)["webhooks"][0]
+        url = hook["clientConfig"]["url"]
+        assert url.startswith("https://127.0.0.1:") and url.endswith("/mutate")
+        assert hook["failurePolicy"] == "Ignore" and hook["sideEffects"] == "None"
+        assert dict(validating)["webhooks"][0]["clientConfig"]["url"].endswith("/validate")
+
+        # The API server's view: TLS verified against caBundle for the IP, a real review.
+        ca = base64.b64decode(hook["clientConfig"]["caBundle"]).decode()
+        ctx = ssl.create_default_context(cadata=ca)
+        obj = example("01-cpu-lora-deployment")
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                  "request": {"uid": str(uuid.uuid4()), "operation": "CREATE",
+                              "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                              "resource": {"group": "apps", "version": "v1",
+                                           "resource": "deployments"},
+                              "namespace": "llm", "name": obj["metadata"]["name"],
+                              "object": obj, "dryRun": False,
+                              "userInfo": {"username": "test"}}}
+        async with aiohttp.ClientSession() as s:
+            async with s.post(url, json=review, ssl=ctx) as resp:
+                assert resp.status == 200
+                answer = await resp.json()
+        assert answer["response"]["allowed"] is True
+        assert answer["response"].get("patchType") == "JSONPatch"
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(sig)
+        out = (await asyncio.wait_for(proc.stdout.read(), 30)).decode()
+        await asyncio.wait_for(proc.wait(), 30)
+    assert live(kmock, MUTATING, DEV_MUTATING) is None, out
+    assert live(kmock, VALIDATING, DEV_VALIDATING) is None, out
+    assert f"deleted {DEV_MUTATING}" in out and f"deleted {DEV_VALIDATING}" in out
