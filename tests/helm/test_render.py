@@ -120,7 +120,8 @@ def test_service_monitor() -> None:
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NS]}
     port_names = {p["name"] for p in metrics_svc["spec"]["ports"]}
     assert sm["spec"]["endpoints"] and all(e["port"] in port_names for e in sm["spec"]["endpoints"])
-    assert sm["spec"]["endpoints"][0]["path"] == "/metrics"
+    from vllm_sizer.operator.settings import METRICS_PATH
+    assert sm["spec"]["endpoints"][0]["path"] == METRICS_PATH
     # The metrics Service selects both roles.
     sel = metrics_svc["spec"]["selector"]
     for dep in by_kind(objs, "Deployment"):
@@ -174,8 +175,9 @@ def test_webhook_deployment_is_ha() -> None:
     c = spec["template"]["spec"]["containers"][0]
     assert c["args"] == ["--role", "webhook"] and "command" not in c  # ENTRYPOINT vllm-sizer run
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"webhook": 9443, "metrics": 8080}
+    from vllm_sizer.operator.settings import HEALTH_PATH
     for probe in (c["livenessProbe"], c["readinessProbe"]):
-        assert probe["httpGet"] == {"path": "/healthz", "port": "webhook", "scheme": "HTTPS"}
+        assert probe["httpGet"] == {"path": HEALTH_PATH, "port": "webhook", "scheme": "HTTPS"}
     pdb = one(objs, "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1
     assert pdb["spec"]["selector"]["matchLabels"] == spec["selector"]["matchLabels"]
@@ -240,7 +242,11 @@ def test_env_follows_settings_contract(case: str) -> None:
         settings = OperatorSettings.from_env({k: v for k, v in env.items() if v is not None})
         assert settings.operator_namespace == NS
         assert settings.service_name == "vllm-sizer-webhook"
-        assert (settings.webhook_port, settings.metrics_port) == (9443, 8080)
+        from vllm_sizer.operator.settings import METRICS_PORT, WEBHOOK_PORT
+        assert (settings.webhook_port, settings.metrics_port) == (WEBHOOK_PORT, METRICS_PORT)
+        ports = {p["name"]: p["containerPort"]
+                 for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        assert ports["metrics"] == METRICS_PORT and ports.get("webhook", WEBHOOK_PORT) == WEBHOOK_PORT
 
 
 def test_settings_values_reach_the_operator() -> None:
