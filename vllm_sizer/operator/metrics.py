@@ -6,7 +6,8 @@ The webhook role serves them on `METRICS_PORT` / `METRICS_PATH` (plain HTTP, see
 - `vllm_sizer_admission_reviews_total{route,verdict,kind}`: every AdmissionReview answered.
   route: `mutate` | `validate`; verdict: the decision's (`allow`, `mutate`, `deny`, `skip`,
   `unknown`), or `ignored` (subresource, operation other than CREATE/UPDATE, namespace not
-  served) or `error` (an internal error: admitted, or denied with code 500 when fail-closed);
+  served), `error` (an internal error: admitted, or denied with code 500 when fail-closed) or
+  `malformed` (HTTP 400: not an AdmissionReview v1; kind `other`);
   kind: the request's kind when it is a served kind, `other` otherwise (bounded cardinality).
 - `vllm_sizer_admission_review_seconds{route}`: time from the body read to the answer built.
 - `vllm_sizer_estimate_failures_total{reason}`: vLLM containers that could not be sized, counted

@@ -238,10 +238,10 @@ class Admission:
         """(HTTP status, body, content type) for a raw request body."""
         try:
             req = parse_review(body)
-        except BadReview as exc:
-            return 400, f"vllm-sizer: bad AdmissionReview: {exc}\n".encode(), "text/plain"
-        except Exception as exc:  # noqa: BLE001 - e.g. MemoryError on absurd bodies
-            return 400, f"vllm-sizer: bad AdmissionReview: {type(exc).__name__}\n".encode(), "text/plain"
+        except Exception as exc:  # noqa: BLE001 - BadReview, or e.g. MemoryError on absurd bodies
+            metrics.count_review(route, "malformed", "other")
+            what = str(exc) if isinstance(exc, BadReview) else type(exc).__name__
+            return 400, f"vllm-sizer: bad AdmissionReview: {what}\n".encode(), "text/plain"
         answer = await self.review(route, req)
         try:
             return 200, dumps(answer), "application/json"
@@ -355,6 +355,8 @@ class Admission:
                 log.exception("limit_range_max(%r) failed", namespace)
         policy = self._policies.get(lr)
         if policy is None:
+            if len(self._policies) > 256:
+                self._policies.clear()
             policy = self._policies[lr] = self.settings.policy(limit_range_max_bytes=lr)
         return policy
 

@@ -151,7 +151,7 @@ def _background(settings: OperatorSettings, reloader: CertificateReloader):
         task = asyncio.create_task(reloader.run(), name="vllm-sizer-cert-reloader")
         metrics_runner = None
         if settings.metrics_port >= 0:
-            metrics_runner = web.AppRunner(build_metrics_app(), access_log=None)
+            metrics_runner = web.AppRunner(build_metrics_app(), access_log=None, shutdown_timeout=2.0)
             await metrics_runner.setup()
             try:
                 await web.TCPSite(metrics_runner, settings.webhook_host, settings.metrics_port).start()
@@ -186,7 +186,9 @@ async def start_webhook_server(settings: OperatorSettings, lookup: ModelConfigLo
     app[CERTS_KEY] = reloader
     app[RUNTIME_KEY] = {}
     app.cleanup_ctx.append(_background(settings, reloader))
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # shutdown_timeout: in-flight reviews finish in milliseconds, and the API server gives up
+    # after timeoutSeconds (5) anyway.
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.webhook_host, settings.webhook_port,
