@@ -25,6 +25,26 @@ def _i(v: str) -> Optional[int]:
         return None
 
 
+def _mean_row(rs: List[Dict[str, str]]) -> Dict[str, str]:
+    import json
+    if len(rs) == 1:
+        return rs[0]
+    out = dict(rs[-1])
+    for col in ("peak_bytes", "peak_request_bytes"):
+        vals = [_i(r.get(col, "")) for r in rs]
+        vals = [v for v in vals if v is not None]
+        if vals:
+            out[col] = str(sum(vals) // len(vals))
+    ends = [json.loads(r.get("phase_usage_end") or "{}") for r in rs]
+    merged = {}
+    for k in ("init", "adapter"):
+        vals = [e[k] for e in ends if k in e]
+        if vals:
+            merged[k] = sum(vals) // len(vals)
+    out["phase_usage_end"] = json.dumps(merged)
+    return out
+
+
 def twin_key(r: Dict[str, str]) -> tuple:
     return (r["preset"], r["num_layers"], r["max_num_batched_tokens"], r["max_num_seqs"],
             r["num_prompts"], r["prompt_tokens"], r["max_model_len"], r["kv_space_gib"],
@@ -58,10 +78,12 @@ def request_increment(r: Dict[str, str]) -> Optional[int]:
 
 
 def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
-    offs = {}
+    groups: Dict[tuple, List[Dict[str, str]]] = {}
     for r in rows:
         if r.get("outcome") == "ok" and r.get("lora") in ("False", "false", "0"):
-            offs[twin_key(r)] = r  # last one wins
+            groups.setdefault(twin_key(r), []).append(r)
+    # repeated off rows are averaged into one synthetic twin
+    offs = {k: _mean_row(v) for k, v in groups.items()}
     out = []
     for r in rows:
         lora = r.get("lora") in ("True", "true", "1")
