@@ -58,13 +58,27 @@ def _past(until: Optional[str]) -> bool:
 
 
 def _commit(csv_path: str, msg: str) -> None:
+    """Commit only the CSV; retry while another git process holds the index lock
+    (others commit to the same work tree)."""
+    import time
     rel = os.path.relpath(csv_path, REPO_ROOT)
-    try:
-        subprocess.run(["git", "add", rel], cwd=REPO_ROOT, check=True)
-        subprocess.run(["git", "commit", "-q", "-m", msg, "--", rel], cwd=REPO_ROOT,
-                       check=False)
-    except (OSError, subprocess.CalledProcessError) as e:
-        print(f"[run_matrix] commit failed: {e}", file=sys.stderr)
+    for attempt in range(10):
+        try:
+            a = subprocess.run(["git", "add", rel], cwd=REPO_ROOT, capture_output=True,
+                               text=True)
+            c = subprocess.run(["git", "commit", "-q", "-m", msg, "--", rel],
+                               cwd=REPO_ROOT, capture_output=True, text=True)
+        except OSError as e:
+            print(f"[run_matrix] commit failed: {e}", file=sys.stderr)
+            return
+        if a.returncode == 0 and c.returncode == 0:
+            return
+        err = (a.stderr + c.stderr).strip()
+        if "index.lock" not in err:
+            print(f"[run_matrix] commit: {err[:300]}", file=sys.stderr)
+            return
+        time.sleep(3)
+    print("[run_matrix] commit gave up (index.lock)", file=sys.stderr)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
