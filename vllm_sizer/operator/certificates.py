@@ -9,9 +9,9 @@ OpenSSL 3 on these machines).
 Pure helpers (unit-tested): `generate_ca`, `generate_serving_certificate`,
 `generate_self_signed`, `service_dns_names`, `write_certificates`, `read_certificates`,
 `needs_rotation`, `certificate_sans`, `not_valid_after`, `merge_ca_bundles`, `secret_body`,
-`bundle_from_secret`, `ca_bundle_patch`.
+`bundle_from_secret`, `ca_bundle_patch`, `current_ca_bundles`.
 API helpers (take a kubernetes client API object, synchronous: run them in a thread from async
-code): `patch_ca_bundles`, `ensure_certificate_secret`.
+code): `patch_ca_bundles`, `ensure_certificate_secret`, `prepare_self_signed`.
 """
 
 from __future__ import annotations
@@ -218,9 +218,11 @@ def covers(cert_pem: bytes | str, dns_names: Iterable[str]) -> bool:
     return set(dns_names) <= set(names)
 
 
-def merge_ca_bundles(*bundles: bytes | str | None, now: dt.datetime | None = None) -> bytes:
-    """Concatenate CA PEMs, dropping duplicates and expired certificates: during a CA rotation
-    the caBundle carries the old and the new CA, so both serving certificates verify."""
+def merge_ca_bundles(*bundles: bytes | str | None, now: dt.datetime | None = None,
+                     limit: int | None = None) -> bytes:
+    """Concatenate CA PEMs in order, dropping duplicates and expired certificates, keeping at
+    most `limit`: during a CA rotation the caBundle carries the new and the old CA, so serving
+    certificates of both verify while replicas pick up the new one."""
     now = now or _now()
     out: list[bytes] = []
     seen: set[bytes] = set()
@@ -235,7 +237,7 @@ def merge_ca_bundles(*bundles: bytes | str | None, now: dt.datetime | None = Non
             if pem not in seen:
                 seen.add(pem)
                 out.append(pem)
-    return b"".join(out)
+    return b"".join(out[:limit] if limit is not None else out)
 
 
 # ---- Kubernetes objects ------------------------------------------------------------------------
@@ -273,25 +275,35 @@ def bundle_from_secret(secret: Any) -> CertificateBundle | None:
                              ca_key=field("ca.key"))
 
 
-def ca_bundle_patch(configuration: Any, ca_pem: bytes) -> list[dict[str, Any]]:
-    """RFC 6902 ops that set `clientConfig.caBundle` on every webhook of a configuration (dict
-    or kubernetes client model); empty when all already carry it."""
-    value = _b64(ca_pem)
+def current_ca_bundles(configuration: Any) -> list[str | None]:
+    """The base64 caBundle of each webhook of a configuration (dict or client model)."""
     if isinstance(configuration, dict):
-        webhooks = configuration.get("webhooks") or []
-        current = [((w.get("clientConfig") or {}).get("caBundle")) for w in webhooks]
-    else:
-        webhooks = getattr(configuration, "webhooks", None) or []
-        current = [getattr(getattr(w, "client_config", None), "ca_bundle", None) for w in webhooks]
+        return [((w.get("clientConfig") or {}).get("caBundle")) for w in configuration.get("webhooks") or []]
+    webhooks = getattr(configuration, "webhooks", None) or []
+    return [getattr(getattr(w, "client_config", None), "ca_bundle", None) for w in webhooks]
+
+
+def ca_bundle_patch(configuration: Any, ca_pem: bytes, *, keep_previous: bool = False) -> list[dict[str, Any]]:
+    """RFC 6902 ops that set `clientConfig.caBundle` on every webhook of a configuration (dict
+    or kubernetes client model); empty when all already carry it. `keep_previous`: the new CA
+    first, then the first CA already there (a CA rotation)."""
     ops = []
-    for i, have in enumerate(current):
+    for i, have in enumerate(current_ca_bundles(configuration)):
+        pem = ca_pem
+        if keep_previous and have:
+            try:
+                pem = merge_ca_bundles(ca_pem, base64.b64decode(have), limit=2)
+            except ValueError:
+                pem = ca_pem
+        value = _b64(pem)
         if have != value:
             ops.append({"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": value})
     return ops
 
 
 def patch_ca_bundles(admissionregistration_api: Any, ca_pem: bytes,
-                     names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME)) -> dict[str, bool]:
+                     names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME), *,
+                     keep_previous: bool = False) -> dict[str, bool]:
     """Set the caBundle of both webhook configurations through
     `kubernetes.client.AdmissionregistrationV1Api` (a JSON patch: the client sends a list body as
     application/json-patch+json). Returns {name: patched}; a configuration that does not exist
@@ -312,45 +324,76 @@ def patch_ca_bundles(admissionregistration_api: Any, ca_pem: bytes,
                 result[name] = False
                 continue
             raise
-        ops = ca_bundle_patch(current, ca_pem)
+        ops = ca_bundle_patch(current, ca_pem, keep_previous=keep_previous)
         if ops:
             patch(name, ops)
         result[name] = bool(ops)
     return result
 
 
+def _resource_version(obj: Any) -> str | None:
+    if isinstance(obj, dict):
+        return (obj.get("metadata") or {}).get("resourceVersion")
+    return getattr(getattr(obj, "metadata", None), "resource_version", None)
+
+
 def ensure_certificate_secret(core_api: Any, namespace: str, secret_name: str, service: str, *,
                               before: dt.timedelta = ROTATE_BEFORE,
-                              ip_addresses: Iterable[str] = ()) -> tuple[CertificateBundle, bool]:
+                              ip_addresses: Iterable[str] = (),
+                              attempts: int = 3) -> tuple[CertificateBundle, bool]:
     """Read the Secret through `kubernetes.client.CoreV1Api`; create it when missing, re-issue the
     serving certificate when it expires within `before` or does not cover the service names
-    (keeping the CA while the CA itself is not due), and replace it. Returns (bundle, changed).
-    The caller writes the files (`write_certificates`) and patches the caBundle
-    (`patch_ca_bundles`, with `merge_ca_bundles(old_ca, new_ca)` during a CA rotation)."""
+    (keeping the CA while the CA itself is not due within 2 × `before`), and replace it
+    (with its resourceVersion: several webhook replicas may race; the loser of a 409 reads the
+    winner's Secret and uses it). Returns (bundle, changed by us).
+    The caller then patches the caBundle (`patch_ca_bundles`) and writes the files
+    (`write_certificates`): `prepare_self_signed` does the three in that order."""
     from kubernetes.client.exceptions import ApiException
 
-    try:
-        existing = core_api.read_namespaced_secret(secret_name, namespace)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        existing = None
-    bundle = bundle_from_secret(existing) if existing is not None else None
     names = service_dns_names(service, namespace)
-    if bundle is not None and not needs_rotation(bundle.cert, before) and covers(bundle.cert, names):
-        return bundle, False
-    ca = None
-    if bundle is not None and bundle.ca_key and not needs_rotation(bundle.ca_cert, before * 2):
-        ca = (bundle.ca_cert, bundle.ca_key)
-    fresh = generate_self_signed(service, namespace, ip_addresses=ip_addresses, ca=ca)
-    body = secret_body(fresh, secret_name, namespace)
-    if existing is None:
-        core_api.create_namespaced_secret(namespace, body)
-    else:
-        meta = existing.get("metadata") if isinstance(existing, dict) else None
-        rv = (meta or {}).get("resourceVersion") if meta is not None else \
-            getattr(getattr(existing, "metadata", None), "resource_version", None)
-        if rv:
-            body["metadata"]["resourceVersion"] = rv  # optimistic concurrency between replicas
-        core_api.replace_namespaced_secret(secret_name, namespace, body)
-    return fresh, True
+    for attempt in range(attempts):
+        try:
+            existing = core_api.read_namespaced_secret(secret_name, namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            existing = None
+        bundle = bundle_from_secret(existing) if existing is not None else None
+        if bundle is not None and not needs_rotation(bundle.cert, before) and covers(bundle.cert, names):
+            return bundle, False
+        ca = None
+        if bundle is not None and bundle.ca_key and not needs_rotation(bundle.ca_cert, before * 2):
+            ca = (bundle.ca_cert, bundle.ca_key)
+        fresh = generate_self_signed(service, namespace, ip_addresses=ip_addresses, ca=ca)
+        body = secret_body(fresh, secret_name, namespace)
+        try:
+            if existing is None:
+                core_api.create_namespaced_secret(namespace, body)
+            else:
+                rv = _resource_version(existing)
+                if rv:
+                    body["metadata"]["resourceVersion"] = rv
+                core_api.replace_namespaced_secret(secret_name, namespace, body)
+        except ApiException as exc:
+            if exc.status == 409 and attempt + 1 < attempts:
+                continue  # another replica wrote it first: use theirs
+            raise
+        return fresh, True
+    raise RuntimeError("unreachable")  # pragma: no cover
+
+
+def prepare_self_signed(core_api: Any, admissionregistration_api: Any, namespace: str,
+                        secret_name: str, service: str, cert_dir: str | os.PathLike[str], *,
+                        before: dt.timedelta = ROTATE_BEFORE,
+                        names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME)
+                        ) -> CertificateBundle:
+    """cert_mode "self-signed", at start and then periodically (e.g. hourly, in a thread):
+    the Secret (created or rotated), then the caBundle of both configurations (new CA first, the
+    previous one kept during a CA rotation), then the files the server reloads. Files are
+    rewritten only when they differ, so the reloader sees a change only on a real rotation."""
+    bundle, _changed = ensure_certificate_secret(core_api, namespace, secret_name, service, before=before)
+    patch_ca_bundles(admissionregistration_api, bundle.ca_cert, names, keep_previous=True)
+    on_disk = read_certificates(cert_dir)
+    if on_disk is None or (on_disk.cert, on_disk.key, on_disk.ca_cert) != (bundle.cert, bundle.key, bundle.ca_cert):
+        write_certificates(cert_dir, bundle)
+    return bundle

@@ -171,3 +171,45 @@ def test_ensure_certificate_secret_creates_keeps_and_rotates():
     assert rotated.ca_cert == first.ca_cert and rotated.cert != short_cert
     assert api.secret["metadata"]["resourceVersion"] == "42"
     assert not certs.needs_rotation(rotated.cert)
+
+
+def test_ca_rotation_keeps_the_previous_ca_in_the_bundle():
+    old_ca, _ = certs.generate_ca("old")
+    new_ca, _ = certs.generate_ca("new")
+    config = {"webhooks": [{"clientConfig": {"caBundle": base64.b64encode(old_ca).decode()}}]}
+    ops = certs.ca_bundle_patch(config, new_ca, keep_previous=True)
+    bundle = base64.b64decode(ops[0]["value"])
+    subjects = [c.subject.rfc4514_string() for c in x509.load_pem_x509_certificates(bundle)]
+    assert subjects == ["CN=new", "CN=old"]
+    config["webhooks"][0]["clientConfig"]["caBundle"] = ops[0]["value"]
+    assert certs.ca_bundle_patch(config, new_ca, keep_previous=True) == []  # stable
+    third, _ = certs.generate_ca("third")
+    ops = certs.ca_bundle_patch(config, third, keep_previous=True)
+    subjects = [c.subject.rfc4514_string() for c in x509.load_pem_x509_certificates(base64.b64decode(ops[0]["value"]))]
+    assert subjects == ["CN=third", "CN=new"]  # at most two
+
+
+def test_ensure_certificate_secret_uses_the_winner_after_a_conflict():
+    winner = certs.generate_self_signed("vllm-sizer-webhook", "vllm-sizer")
+
+    class Racing(FakeCoreApi):
+        def create_namespaced_secret(self, namespace, body):
+            self.calls.append("create")
+            self.secret = certs.secret_body(winner, "tls", "vllm-sizer")  # someone else's
+            raise ApiException(status=409)
+
+    api = Racing()
+    got, changed = certs.ensure_certificate_secret(api, "vllm-sizer", "tls", "vllm-sizer-webhook")
+    assert got == winner and changed is False and api.calls == ["create"]
+
+
+def test_prepare_self_signed_orders_secret_bundle_files(tmp_path):
+    core = FakeCoreApi()
+    adm = FakeAdmissionApi({MUTATING_CONFIG_NAME: {"webhooks": [{"clientConfig": {}}]},
+                            VALIDATING_CONFIG_NAME: {"webhooks": [{"clientConfig": {}}]}})
+    b = certs.prepare_self_signed(core, adm, "vllm-sizer", "tls", "vllm-sizer-webhook", tmp_path)
+    assert certs.read_certificates(tmp_path).cert == b.cert
+    assert [n for n, _ in adm.patches] == [MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME]
+    mtime = os.stat(tmp_path / "tls.crt").st_mtime_ns
+    certs.prepare_self_signed(core, adm, "vllm-sizer", "tls", "vllm-sizer-webhook", tmp_path)
+    assert os.stat(tmp_path / "tls.crt").st_mtime_ns == mtime  # unchanged: not rewritten

@@ -168,3 +168,42 @@ def test_cel_sends_every_example_the_reader_would_size(name, obj):
     workloads = [w for w in read_workloads(obj) if not w.skip_reason]
     if workloads:
         assert evaluate(obj) is True, name
+
+
+class FakeAdmissionApi:
+    def __init__(self, existing=()):
+        self.store = {n: {"metadata": {"name": n, "resourceVersion": "7"}} for n in existing}
+        self.calls = []
+
+    def __getattr__(self, attr):
+        verb = attr.split("_", 1)[0]
+
+        def call(*args):
+            from kubernetes.client.exceptions import ApiException
+            self.calls.append((verb, args[0] if verb != "create" else args[0]["metadata"]["name"]))
+            if verb == "read":
+                if args[0] not in self.store:
+                    raise ApiException(status=404)
+                return self.store[args[0]]
+            if verb == "create":
+                self.store[args[0]["metadata"]["name"]] = args[0]
+            elif verb == "replace":
+                assert args[1]["metadata"]["resourceVersion"] == "7"
+                self.store[args[0]] = args[1]
+            elif verb == "delete":
+                if args[0] not in self.store:
+                    raise ApiException(status=404)
+                del self.store[args[0]]
+        return call
+
+
+def test_apply_and_delete_configurations():
+    api = FakeAdmissionApi(existing=[VALIDATING_CONFIG_NAME])
+    mut, val = cfg.webhook_configurations(OperatorSettings(), url="https://127.0.0.1:9443", ca_bundle=CA)
+    cfg.apply_configurations(api, [mut, val])
+    assert ("create", MUTATING_CONFIG_NAME) in api.calls and ("replace", VALIDATING_CONFIG_NAME) in api.calls
+    assert api.store[MUTATING_CONFIG_NAME]["webhooks"][0]["clientConfig"]["url"] == "https://127.0.0.1:9443/mutate"
+    assert "resourceVersion" not in val["metadata"]  # the caller's object is left alone
+    cfg.delete_configurations(api)
+    assert api.store == {}
+    cfg.delete_configurations(api)  # already gone: fine

@@ -21,7 +21,7 @@ Choices (issue 6):
 from __future__ import annotations
 
 import base64
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 from ..settings import (MUTATE_PATH, MUTATING_CONFIG_NAME, SERVED_RESOURCES, VALIDATE_PATH,
                         VALIDATING_CONFIG_NAME, OperatorSettings)
@@ -200,3 +200,56 @@ def validating_configuration(settings: OperatorSettings, *, ca_bundle: bytes | s
 def webhook_configurations(settings: OperatorSettings, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """(mutating, validating), same keyword arguments as `mutating_configuration`."""
     return mutating_configuration(settings, **kwargs), validating_configuration(settings, **kwargs)
+
+
+# ---- registering them (dev mode; in-cluster the Helm chart writes them) ------------------------
+
+_VERBS = {
+    "MutatingWebhookConfiguration": ("read_mutating_webhook_configuration",
+                                     "create_mutating_webhook_configuration",
+                                     "replace_mutating_webhook_configuration",
+                                     "delete_mutating_webhook_configuration"),
+    "ValidatingWebhookConfiguration": ("read_validating_webhook_configuration",
+                                       "create_validating_webhook_configuration",
+                                       "replace_validating_webhook_configuration",
+                                       "delete_validating_webhook_configuration"),
+}
+
+
+def apply_configurations(admissionregistration_api: Any, configurations: Iterable[dict[str, Any]]) -> None:
+    """Create or replace each configuration through `kubernetes.client.AdmissionregistrationV1Api`
+    (synchronous: run it in a thread from async code)."""
+    from kubernetes.client.exceptions import ApiException
+
+    for obj in configurations:
+        read, create, replace, _delete = _VERBS[obj["kind"]]
+        name = obj["metadata"]["name"]
+        try:
+            current = getattr(admissionregistration_api, read)(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            getattr(admissionregistration_api, create)(obj)
+            continue
+        body = {**obj, "metadata": dict(obj["metadata"])}
+        rv = (current.get("metadata") or {}).get("resourceVersion") if isinstance(current, dict) \
+            else getattr(getattr(current, "metadata", None), "resource_version", None)
+        if rv:
+            body["metadata"]["resourceVersion"] = rv
+        getattr(admissionregistration_api, replace)(name, body)
+
+
+def delete_configurations(admissionregistration_api: Any,
+                          names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME)) -> None:
+    """Delete both configurations (a missing one is fine): what `run --dev` does on exit,
+    SIGINT and SIGTERM included (Kopf's managed mode only empties them)."""
+    from kubernetes.client.exceptions import ApiException
+
+    mutating, validating = names
+    for kind, name in (("MutatingWebhookConfiguration", mutating),
+                       ("ValidatingWebhookConfiguration", validating)):
+        try:
+            getattr(admissionregistration_api, _VERBS[kind][3])(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
