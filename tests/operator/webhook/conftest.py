@@ -10,7 +10,7 @@ import json
 import ssl
 import uuid
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest

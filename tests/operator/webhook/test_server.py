@@ -314,12 +314,14 @@ class SlowLookup:
         self.delay = delay
         self.cache = {}
         self.loads = 0
+        self.models = []
 
     def get(self, model):
         return self.cache.get(model)
 
     async def load(self, model):
         self.loads += 1
+        self.models.append(model)
         await asyncio.sleep(self.delay)
         if model == "acme/private-qwen":
             self.cache[model] = dict(QWEN3_0_6B)
@@ -337,15 +339,19 @@ class FailingLookup:
 
 async def test_a_hanging_lookup_is_answered_within_the_timeout_with_a_warning(start_webhook):
     lookup = HangingLookup()
-    hook = await start_webhook(lookup=lookup, lookup_timeout_seconds=0.3)
+    hook = await start_webhook(lookup=lookup, lookup_timeout_seconds=0.2)
     obj = lora_deployment("8Gi", model="acme/private-qwen")
     for path in (MUTATE_PATH, VALIDATE_PATH):
         t0 = time.monotonic()
         resp = await hook.post(path, review(obj))
         elapsed = time.monotonic() - t0
-        assert elapsed < 0.3 + 0.7, elapsed
+        assert elapsed < 0.2 + 0.7, elapsed
         assert resp["allowed"] is True and "patch" not in resp
-    assert any("took longer than 0.3s" in w for w in resp["warnings"]), resp
+    assert any("took longer than 0.2s" in w for w in resp["warnings"]), resp
+    assert lookup.calls == ["acme/private-qwen"]  # the second review waited on the same load
+    await asyncio.sleep(0.9)  # > 4 x the timeout: the stuck load is given up and retried
+    resp = await hook.post(VALIDATE_PATH, review(obj))
+    assert resp["allowed"] is True
     assert lookup.calls == ["acme/private-qwen", "acme/private-qwen"]
 
 
@@ -437,7 +443,21 @@ async def test_200_concurrent_reviews_match_sequential_answers(start_webhook):
     assert list(concurrent) == sequential
     assert any("patch" in r for r in sequential) and any(not r["allowed"] for r in sequential)
 
-    # and with a cold lookup cache: every concurrent request waits for its own load
-    fresh = await start_webhook(lookup=SlowLookup(delay=0.02))
+    # and with a cold lookup cache: concurrent reviews of one model share one load
+    cold_lookup = SlowLookup(delay=0.2)
+    fresh = await start_webhook(lookup=cold_lookup)
     cold = await asyncio.gather(*(fresh.post(p, b) for p, b in bodies))
     assert list(cold) == sequential
+    assert cold_lookup.models.count("acme/private-qwen") == 1
+
+
+async def test_a_slow_shared_load_serves_the_reviews_that_come_after_a_timeout(start_webhook):
+    lookup = SlowLookup(delay=0.5)
+    hook = await start_webhook(lookup=lookup, lookup_timeout_seconds=0.2)
+    obj = lora_deployment("8Gi", model="acme/private-qwen")
+    first = await hook.post(MUTATE_PATH, review(obj))  # times out: admitted unsized
+    assert "patch" not in first
+    await asyncio.sleep(0.5)  # the load went on and filled the cache
+    second = await hook.post(MUTATE_PATH, review(obj))
+    assert parse_quantity(limit_of(jsonpatch.apply_patch(obj, decode_patch(second)))) > 8 * GiB
+    assert lookup.loads == 1

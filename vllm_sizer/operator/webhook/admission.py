@@ -220,7 +220,8 @@ class _LookupProblem:
 class Admission:
     """Answers AdmissionReviews for both routes. Stateless per request; safe for concurrent use
     on one event loop. `lookup.get` is the reader's model resolver; models with no config get one
-    `await lookup.load(model)` first, bounded by settings.lookup_timeout_seconds."""
+    `await lookup.load(model)` first (shared between concurrent reviews), each review waiting at
+    most settings.lookup_timeout_seconds for it."""
 
     def __init__(self, settings: OperatorSettings, lookup: ModelConfigLookup | None = None,
                  limit_range_max: LimitRangeMax | None = None, *, read: Reader | None = None):
@@ -232,6 +233,7 @@ class Admission:
         self._read = read
         self._context = ReadContext(model_resolver=lookup.get if lookup is not None else None)
         self._policies: dict[int | None, PolicySettings] = {}
+        self._inflight: dict[str, tuple[asyncio.Future[Any], float]] = {}
 
     # -- HTTP-level entry point: never raises, never answers 500 --
     async def handle(self, route: str, body: bytes) -> tuple[int, bytes, str]:
@@ -317,16 +319,40 @@ class Admission:
                                   if w.model_config is None and w.model and w.settings is not None
                                   and not w.skip_reason))
 
-    async def _load(self, models: list[str]) -> tuple[dict[str, dict[str, Any]], _LookupProblem | None]:
+    def _load_task(self, model: str) -> asyncio.Future[Any]:
+        """One in-flight `lookup.load` per model, shared by concurrent reviews (a burst of applies
+        for one model makes one outbound call). A load still running after 4 × the timeout is
+        cancelled and started afresh by the next review that needs it."""
         assert self.lookup is not None
+        now = time.monotonic()
+        entry = self._inflight.get(model)
+        if entry is not None:
+            task, started = entry
+            if not task.done() and now - started <= 4 * self.settings.lookup_timeout_seconds:
+                return task
+            task.cancel()
+        task = asyncio.ensure_future(self.lookup.load(model))
+        self._inflight[model] = (task, now)
+
+        def forget(t: asyncio.Future[Any], m: str = model) -> None:
+            if self._inflight.get(m, (None,))[0] is t:
+                del self._inflight[m]
+            if not t.cancelled():
+                t.exception()  # retrieved: no "never retrieved" log for a waiter that gave up
+        task.add_done_callback(forget)
+        return task
+
+    async def _load(self, models: list[str]) -> tuple[dict[str, dict[str, Any]], _LookupProblem | None]:
         timeout = self.settings.lookup_timeout_seconds
-        tasks = {asyncio.ensure_future(self.lookup.load(m)): m for m in models}
+        tasks = {self._load_task(m): m for m in models}
+        # asyncio.wait, not wait_for: a timeout leaves the shared load running for the others
         done, pending = await asyncio.wait(tasks, timeout=timeout)
-        for t in pending:
-            t.cancel()
         loaded: dict[str, dict[str, Any]] = {}
         failed: list[str] = []
         for t in done:
+            if t.cancelled():
+                failed.append(tasks[t])
+                continue
             exc = t.exception()
             if exc is not None:
                 log.warning("model config lookup for %s failed: %r", tasks[t], exc)
