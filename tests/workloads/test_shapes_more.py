@@ -205,3 +205,19 @@ def test_env_from_makes_unknown_variables_a_diagnostic():
     assert any("$(SEQS) may come from envFrom" in m for m in msgs)
     assert any("$MODEL has no known value" in m for m in msgs)
     assert any("--max-num-seqs='$(SEQS)'" in m for m in messages(w, "error"))
+
+
+def test_version_dependent_flag_rules():
+    def diags(image, *argv):
+        w = read_workloads(pod({"image": image, "command": ["vllm", "serve", *argv]}))[0]
+        return w, messages(w, "error")
+    w, errs = diags("vllm/vllm-openai:v0.6.6", "Qwen/Qwen3-0.6B", "--enable-chunked-prefill=false")
+    assert not errs and w.settings.enable_chunked_prefill is False  # accepted before 0.8.5
+    w, errs = diags("vllm/vllm-openai:v0.10.2", "Qwen/Qwen3-0.6B", "--enable-chunked-prefill=false")
+    assert any("rejects a value on a boolean flag" in m for m in errs)
+    _, errs = diags("vllm/vllm-openai:v0.10.2", "--model", "Qwen/Qwen3-0.6B")
+    assert any("startup error" in m for m in errs)
+    _, errs = diags("vllm/vllm-openai:v0.10.2", "--model=Qwen/Qwen3-0.6B")
+    assert not errs  # only the exact two-token form fails
+    _, errs = diags("vllm/vllm-openai:v0.12.0", "--model", "Qwen/Qwen3-0.6B")
+    assert not errs

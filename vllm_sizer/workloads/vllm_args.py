@@ -262,9 +262,10 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                 except ValueError:
                     out.diagnostics.append(Diagnostic("error", "not a boolean", flag, inline))
                     continue
-                out.diagnostics.append(Diagnostic(
-                    "error", "vLLM ≥ 0.8.5 rejects a value on a boolean flag (use "
-                    f"{flag} or --no-{key}); the pod will not start", flag, inline))
+                if version is None or version.at_least(0, 8, 5):
+                    out.diagnostics.append(Diagnostic(
+                        "error", "vLLM ≥ 0.8.5 rejects a value on a boolean flag (use "
+                        f"{flag} or --no-{key}); the pod will not start", flag, inline))
                 if negated:
                     value = not value
             else:
@@ -297,7 +298,7 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                                               flag, raw))
             continue
         if target == "model":
-            if positional_model and version is not None \
+            if positional_model and not eq and version is not None \
                     and version.at_least(0, 8, 5) and not version.at_least(0, 12):
                 out.diagnostics.append(Diagnostic(
                     "error", f"`vllm serve --model X` is a startup error in vLLM {version} "
