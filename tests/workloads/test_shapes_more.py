@@ -221,3 +221,13 @@ def test_version_dependent_flag_rules():
     assert not errs  # only the exact two-token form fails
     _, errs = diags("vllm/vllm-openai:v0.12.0", "--model", "Qwen/Qwen3-0.6B")
     assert not errs
+
+
+def test_local_directory_named_like_a_catalog_model():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
+                            "command": ["vllm", "serve", "/models/Qwen3-8B"]}))[0]
+    assert w.model_config_source == "catalog"
+    assert any("directory name" in m for m in messages(w, "warning"))
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
+                            "command": ["vllm", "serve", "/models/my-finetune"]}))[0]
+    assert w.model_config_source == "none"

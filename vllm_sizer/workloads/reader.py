@@ -516,6 +516,11 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     request = _memory(resources, "requests", diags)
     if request is None and limit is not None:
         request = limit  # Kubernetes defaults a missing request to the limit
+    pod_limit = _dict(_dict(view.pod_spec.get("resources")).get("limits")).get("memory")
+    if pod_limit is not None:
+        diags.append(Diagnostic("info", "a pod-level memory limit also applies (shared by all "
+                                "containers); only the container's limit is sized",
+                                "spec.resources.limits.memory", str(pod_limit)))
 
     arg_device = parsed.values.pop("device", None)
     dev = detect_device(image=image, arg_device=arg_device, env=eff_env, resources=resources,
@@ -634,6 +639,19 @@ def _resolve_config(info: _ObjectInfo, keys: list[str]
                 continue
             if isinstance(cfg, dict) and cfg:
                 return cfg, "resolver", diags
+    for key in keys:  # a local directory named like a catalog model: /models/Qwen3-8B
+        base = catalog.normalise_model_id(key).rstrip("/").rsplit("/", 1)[-1]
+        if "/" not in key.strip("/") or not base:
+            continue
+        hits = [i for i in catalog.catalog_ids() if i.lower().rsplit("/", 1)[-1] == base]
+        if len(hits) == 1:
+            entry = catalog.lookup(hits[0])
+            if entry is not None and isinstance(entry.get("config"), dict):
+                diags.append(Diagnostic(
+                    "warning", f"model path {key!r} matched the catalog's {hits[0]} by its "
+                    f"directory name; if that is wrong, set the {ANNOTATION_MODEL_CONFIG} "
+                    "annotation", raw=key))
+                return entry["config"], "catalog", diags
     model = keys[0] if keys else "(none)"
     diags.append(Diagnostic(
         "error", f"cannot size: no config.json known for model {model!r} (not in the built-in "
