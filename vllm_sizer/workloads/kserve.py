@@ -286,7 +286,7 @@ def _model_view(obj: dict, meta: dict, predictor: dict, model: dict, model_key: 
         name=str(model.get("name") or rc.get("name") or "kserve-container"), container=merged,
         pod_spec=pod_spec, container_path=pointer("spec", "predictor", model_key),
         resources_path=pointer("spec", "predictor", model_key, "resources"),
-        storage_uri=storage, runtime=name, kserve_hf=hf, notes=notes)
+        storage_uri=storage, runtime=name, notes=notes)
 
 
 # ------------------------------------------------------------------ Hugging Face server args

@@ -38,7 +38,7 @@ from .model import (ANNOTATION_MODEL_CONFIG, ANNOTATION_SKIP, ANNOTATION_VLLM_CO
 from .quantity import parse_quantity
 from .shell import find_shell, run_script
 from .view import ContainerView
-from .vllm_args import Diagnostic, ParsedVllm, env_settings, find_invocation, parse_vllm_args
+from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
 APPS_KINDS = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"}
 RELEVANT_ENV = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "LD_PRELOAD",
@@ -661,4 +661,4 @@ def _resolve_config(info: _ObjectInfo, keys: list[str]
     return None, "none", diags
 
 
-__all__ = ["read_workloads", "ReadContext", "Workload", "ParsedVllm"]
+__all__ = ["read_workloads", "ReadContext", "Workload"]

@@ -13,10 +13,9 @@ class ContainerView:
     pod_spec: dict[str, Any]  # nodeSelector, affinity, volumes, runtimeClassName, ...
     container_path: str
     resources_path: str
-    # KServe: model location (storageUri), runtime used, default-filled resources
+    # KServe: model location (storageUri) and the runtime used
     storage_uri: str | None = None
     runtime: str | None = None
-    kserve_hf: bool = False  # KServe Hugging Face server semantics
     # LLMInferenceService: vLLM flags KServe adds (lora, parallelism) and the model URI
     extra_flags: list[str] = field(default_factory=list)
     model_uri: str | None = None
