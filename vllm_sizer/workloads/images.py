@@ -18,6 +18,9 @@ HF_SERVER = ["python", "-m", "huggingfaceserver"]
 # - docker/Dockerfile at a commit pinning flashinfer-cubin 0.4.1 (October 2025, after 0.11.0)
 #   ends with ENTRYPOINT ["vllm", "serve"] (and vllm/vllm-openai:latest with vLLM 0.26.0 shows
 #   Entrypoint=["vllm","serve"]).
+# - docker/Dockerfile.cpu (recent, the image published as vllm-openai-cpu) ends its
+#   `vllm-openai` stage with ENTRYPOINT ["vllm", "serve"] and sets
+#   LD_PRELOAD=.../libtcmalloc_minimal.so.4 in its base stage (see preloads_tcmalloc).
 # The first release with `vllm serve` is assumed to be 0.11.1. Both entrypoints accept
 # `--model X`; only a positional model differs, and the reader warns about it.
 ENTRYPOINT_TABLE: list[tuple[tuple[int, int, int], list[str]]] = [
