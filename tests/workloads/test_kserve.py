@@ -278,3 +278,22 @@ spec:
         args: [--model_name=qwen3, --model_id=Qwen/Qwen3-8B]
 """)
     assert "InferenceService/qwen3" in w.skip_reason
+
+
+def test_llmisvc_user_lora_modules_replace_spec_lora():
+    w = one("""
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: own-lora}
+spec:
+  model:
+    uri: hf://Qwen/Qwen3-8B
+    lora: {adapters: [{name: a, uri: hf://org/a}], maxRank: 64}
+  template:
+    containers:
+    - name: main
+      env:
+      - {name: VLLM_ADDITIONAL_ARGS, value: "--enable-lora --lora-modules b=/b --max-lora-rank 8"}
+""")
+    assert w.lora_modules == ["b=/b"] and w.settings.max_lora_rank == 8
+    assert any("does not add spec.model.lora" in m for m in messages(w, "info"))

@@ -374,14 +374,16 @@ def parse_hf_args(tokens: list[str], version: VllmVersion | None = None,
 def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
     flags: list[str] = []
     notes: list[tuple[str, str]] = []
+    # KServe (addLoRAVLLMArgs) puts, in front of the container's args: --enable-lora
+    # --max-lora-rank=R --max-loras=N --max-cpu-loras=C --lora-modules '{"name":..,"path":..}'...
     adapters = _list(lora.get("adapters"))
     keys = {"maxRank": "--max-lora-rank", "maxAdapters": "--max-loras",
             "maxCpuAdapters": "--max-cpu-loras"}
     if adapters or any(k in lora for k in keys):
         flags.append("--enable-lora")
     for key, flag in keys.items():
-        if lora.get(key) is not None:
-            flags += [flag, str(lora[key])]
+        if lora.get(key) is not None and not isinstance(lora.get(key), (dict, list)):
+            flags.append(f"{flag}={lora[key]}")
     modules: list[str] = []
     for idx, a in enumerate(adapters):
         a = _dict(a)

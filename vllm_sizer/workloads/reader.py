@@ -457,14 +457,24 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             argv = args
 
     located = _locate(argv, env, unknown, maybe_env)
-    if located is None and view.llmisvc:
-        extra = env.get("VLLM_ADDITIONAL_ARGS", "").split()
-        argv = ["vllm", "serve", MODEL_DIR, *view.extra_flags, *extra, *args]
-        located = _Located("vllm", argv[2:], True, dict(env), [])
-    elif located is not None and view.llmisvc and view.extra_flags:
-        located.flags = [*located.flags[:1], *view.extra_flags, *located.flags[1:]] \
-            if located.positional and located.flags and not located.flags[0].startswith("-") \
-            else [*view.extra_flags, *located.flags]
+    extra_flags = list(view.extra_flags)
+    if view.llmisvc:
+        additional = env.get("VLLM_ADDITIONAL_ARGS", "").split()  # unquoted shell expansion
+        if "--lora-modules" in additional + args and "--enable-lora" in extra_flags:
+            # KServe (userSuppliedLoRAConfig): adapters given by hand replace spec.model.lora
+            cut = extra_flags.index("--enable-lora")
+            extra_flags = extra_flags[:cut]
+            diags.append(Diagnostic("info", "--lora-modules given in the container: KServe does "
+                                    "not add spec.model.lora's flags"))
+        if located is None:
+            # KServe's template: vllm serve <model> ... $VLLM_ADDITIONAL_ARGS, then the
+            # container's args, in front of which KServe puts the LoRA flags
+            argv = ["vllm", "serve", MODEL_DIR, *additional, *extra_flags, *args]
+            located = _Located("vllm", argv[2:], True, dict(env), [])
+        elif extra_flags:
+            first = located.flags[:1] if located.positional and located.flags \
+                and not located.flags[0].startswith("-") else []
+            located.flags = [*first, *extra_flags, *located.flags[len(first):]]
     if located is None:
         words = " ".join(argv)
         vllm_like = bool(image and "vllm" in image.lower()) or view.runtime is not None
