@@ -54,5 +54,20 @@ def model_config(model: str) -> dict[str, Any]:
     return entry["config"]
 
 
+_GEOMETRIES: dict[int, Any] = {}
+
+
+def cached_geometry(config: dict[str, Any]) -> Any:
+    """ModelGeometry of a catalog config, read once per process. Only for the catalog's own
+    dicts (they live as long as the process, so their identity is a safe key)."""
+    from .geometry import ModelGeometry
+
+    key = id(config)
+    geo = _GEOMETRIES.get(key)
+    if geo is None:
+        geo = _GEOMETRIES[key] = ModelGeometry.from_hf_config(config)
+    return geo
+
+
 def catalog_ids() -> list[str]:
     return sorted({e["id"] for e in _entries().values()})

@@ -4,7 +4,6 @@ and `vllm-sizer check`: read workloads → estimate each → decide → one JSON
 
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -12,6 +11,7 @@ from typing import Any, Callable
 import jsonpatch
 
 from ..estimator import EstimatorError, ModelGeometry, build_report
+from ..estimator.catalog import cached_geometry
 from ..estimator.units import GiB
 from ..workloads.model import (ANNOTATION_HEADROOM, ANNOTATION_MODE, ANNOTATION_SKIP,
                                ReadContext, Workload)
@@ -55,10 +55,13 @@ def _escape(key: str) -> str:
 
 
 def _get(obj: Any, pointer: str) -> Any:
+    """The value at a JSON pointer, or None when any step is missing or of the wrong type."""
     cur = obj
     for raw in pointer.split("/")[1:]:
         part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(cur, list):
+            if not part.isdigit() or int(part) >= len(cur):
+                return None
             cur = cur[int(part)]
         elif isinstance(cur, dict):
             cur = cur.get(part)
@@ -70,43 +73,52 @@ def _get(obj: Any, pointer: str) -> Any:
 
 
 class _PatchBuilder:
-    """RFC 6902 ops against the incoming object; creates missing parents with `add`."""
+    """RFC 6902 ops against the incoming object; creates missing parents with `add`.
+    The incoming object is never copied or modified (admission is a hot path): what the ops
+    add is tracked by pointer."""
 
     def __init__(self, obj: dict[str, Any]):
-        self.work = copy.deepcopy(obj)
+        self.obj = obj
+        self.added: dict[str, Any] = {}  # pointer → value added or replaced by an op
         self.ops: list[dict[str, Any]] = []
+
+    def get(self, pointer: str) -> Any:
+        return self.added[pointer] if pointer in self.added else _get(self.obj, pointer)
 
     def set(self, pointer: str, value: Any) -> None:
         parts = pointer.split("/")[1:]
-        cur = self.work
         path = ""
-        for raw in parts[:-1]:
-            key = raw.replace("~1", "/").replace("~0", "~")
+        for raw, nxt in zip(parts[:-1], parts[1:]):
             path += "/" + raw
-            nxt = cur[int(key)] if isinstance(cur, list) else cur.get(key)
-            if not isinstance(nxt, (dict, list)):
-                nxt = {}
+            parent = self.get(path)
+            # a list only holds integer steps; anything else must be an object
+            if not (isinstance(parent, dict) or (isinstance(parent, list) and nxt.isdigit())):
                 self.ops.append({"op": "add", "path": path, "value": {}})
-                cur[key] = nxt
-            cur = nxt
-        last = parts[-1].replace("~1", "/").replace("~0", "~")
-        if isinstance(cur, dict) and cur.get(last) == value:
+                self.added[path] = {}
+        current = self.get(pointer)
+        if current == value:
             return
-        op = "replace" if isinstance(cur, dict) and last in cur else "add"
-        self.ops.append({"op": op, "path": pointer, "value": value})
-        cur[last] = value
+        self.ops.append({"op": "add" if current is None else "replace", "path": pointer,
+                         "value": value})
+        self.added[pointer] = value
 
     def append(self, pointer: str, value: Any) -> None:
-        lst = _get(self.work, pointer)
-        if not isinstance(lst, list):
+        if not isinstance(self.get(pointer), list):
             self.set(pointer, [value])
             return
         self.ops.append({"op": "add", "path": pointer + "/-", "value": value})
-        lst.append(value)
+
+
+def _dict(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
+
+
+def _object_annotations(obj: dict[str, Any]) -> dict[str, Any]:
+    return _dict(_dict(obj.get("metadata")).get("annotations"))
 
 
 def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[str, float, list[str]]:
-    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    ann = _object_annotations(obj)
     warnings = []
     mode = policy.mode
     raw_mode = ann.get(ANNOTATION_MODE)
@@ -135,7 +147,8 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
                             "vllm-sizer.io/model-config annotation or a ConfigMap labelled "
                             "vllm-sizer.io/model-configs=true")
     try:
-        geometry = ModelGeometry.from_hf_config(w.model_config)
+        geometry = cached_geometry(w.model_config) if w.model_config_source == "catalog" \
+            else ModelGeometry.from_hf_config(w.model_config)
         return build_report(geometry, w.settings), geometry, None
     except EstimatorError as exc:
         return None, None, str(exc)
@@ -197,7 +210,7 @@ def _patch(obj: dict[str, Any], result: ObjectDecision) -> tuple[list[dict[str, 
 def _pin_env(pb: _PatchBuilder, container_path: str, value: str) -> None:
     """Set VLLM_CPU_KVCACHE_SPACE: replace an entry that vLLM would not read (empty, not a whole
     number), or add one."""
-    env = _get(pb.work, container_path + "/env")
+    env = pb.get(container_path + "/env")
     if isinstance(env, list):
         for i, item in enumerate(env):
             if isinstance(item, dict) and item.get("name") == KV_ENV:
@@ -214,7 +227,7 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str]:
     sized = [d for d in result.containers if d.report is not None]
     if not sized:
         return {}
-    existing = ((obj.get("metadata") or {}).get("annotations") or {})
+    existing = _object_annotations(obj)
     single = len(sized) == 1
     estimate = (messages.gi(sized[0].report.total_memory_bytes) if single else
                 ",".join(f"{d.workload.container}={messages.gi(d.report.total_memory_bytes)}" for d in sized))
