@@ -103,8 +103,10 @@ def review(obj: Any, operation: str = "CREATE", *, old: Any = None, dry_run: boo
            resource: str = "deployments", namespace: str | None = None) -> dict[str, Any]:
     """An AdmissionReview v1 as kube-apiserver sends it."""
     group, version, k = kind
-    ns = namespace or ((obj or old or {}).get("metadata") or {}).get("namespace")
-    name = ((obj or old or {}).get("metadata") or {}).get("name", "")
+    meta = (obj or old or {}).get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    ns = namespace or meta.get("namespace")
+    name = meta.get("name", "")
     options = {"CREATE": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1",
                           "fieldManager": "kubectl-client-side-apply", "fieldValidation": "Strict"},
                "UPDATE": {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1",

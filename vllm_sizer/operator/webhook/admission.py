@@ -284,7 +284,7 @@ class Admission:
         workloads = self._read(obj, self._context)
         if not workloads:  # not vLLM: the fast path
             return allow(req.uid), "allow"
-        ns = req.namespace
+        ns = req.namespace or _meta_namespace(obj)
         extra: list[str] = []
         problem: _LookupProblem | None = None
         missing = self._missing_models(obj, workloads)
@@ -312,7 +312,8 @@ class Admission:
     def _missing_models(self, obj: dict[str, Any], workloads: list[Workload]) -> list[str]:
         if self.settings.mode == "off":
             return []
-        ann = (obj.get("metadata") or {}).get("annotations") or {}
+        meta = obj.get("metadata")
+        ann = meta.get("annotations") if isinstance(meta, dict) else None
         if isinstance(ann, dict) and str(ann.get(ANNOTATION_MODE, "")).strip().lower() == "off":
             return []
         return list(dict.fromkeys(w.model for w in workloads
