@@ -231,3 +231,10 @@ def test_local_directory_named_like_a_catalog_model():
     w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
                             "command": ["vllm", "serve", "/models/my-finetune"]}))[0]
     assert w.model_config_source == "none"
+
+
+def test_flag_and_value_in_one_item_is_flagged():
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
+                            "command": ["vllm", "serve", "Qwen/Qwen3-4B", "--max-num-seqs 8"]}))[0]
+    assert w.settings.max_num_seqs is None
+    assert any("separated by a space" in m for m in messages(w, "warning"))

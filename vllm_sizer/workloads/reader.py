@@ -494,6 +494,12 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         diags.append(Diagnostic("warning", f"shell expansion {lit} has no known value (valueFrom, "
                                 "envFrom, the image or a command): left literal", flag=lit))
 
+    for tok in located.flags:
+        if tok.startswith("-") and re.search(r"\s", tok.partition("=")[0].strip()):
+            diags.append(Diagnostic(
+                "warning", "one argument holds a flag and its value separated by a space: "
+                "argparse reads it as one unknown flag (write them as two items, or use =)",
+                raw=tok[:120]))
     version = images.image_version(image)
     loader = info.config_loader()
     hf_args = None
