@@ -42,7 +42,8 @@ class _Parts:
     notes: list[str]
 
     def add(self, name: str, n: float, enters: str, source: str) -> int:
-        self.terms.append(Term(name=name, bytes=int(n), enters=enters, source=source))
+        # trusted values built here: skip validation (this runs on every admission review)
+        self.terms.append(Term.model_construct(name=name, bytes=int(n), enters=enters, source=source))
         return int(n)
 
 
@@ -149,7 +150,7 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
 
     other = sum(t.bytes for t in p.terms if t.enters == "sum" and t.name in
                 {"loading_buffer", "cpu_offload", "swap_space", "mm_processor_cache", "dev_shm"})
-    return MemoryReport(
+    return MemoryReport.model_construct(
         model=model or settings.model, parameters=geometry.parameter_count(),
         weights_bytes=weights, kv_cache_bytes=kv if cpu else 0,
         activation_bytes=act * ws if cpu else act,

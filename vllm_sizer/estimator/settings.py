@@ -209,7 +209,7 @@ def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
     cpu_kv, auto_sized = _cpu_kv_cache(settings, version, device, util, reasons, notes)
     swap = _swap_space(settings, version, device, reasons)
 
-    return ResolvedSettings(
+    return ResolvedSettings.model_construct(
         version=version, device=device, dtype=dtype, dtype_bytes=dtype_b,
         kv_cache_dtype_bytes=kv_b, max_model_len=max_len,
         max_num_seqs=batching.max_num_seqs, max_num_batched_tokens=batching.max_num_batched_tokens,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 
 from pydantic import BaseModel
 
@@ -22,6 +22,10 @@ class VllmVersion(BaseModel, frozen=True):
     @classmethod
     def parse(cls, text: str | None, source: str = "given") -> "VllmVersion":
         """Parse '0.11.0', 'v0.10.2', '0.10.1.1', 'v0.11.0-cpu'; None/unparseable → latest."""
+        return _parse_cached(cls, text, source)
+
+    @classmethod
+    def _parse(cls, text: str | None, source: str) -> "VllmVersion":
         if text:
             m = _VERSION_RE.search(str(text))
             if m:
@@ -53,3 +57,8 @@ class VllmVersion(BaseModel, frozen=True):
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}.{self.patch}"
+
+
+@lru_cache(maxsize=256)
+def _parse_cached(cls: type, text: str | None, source: str) -> VllmVersion:
+    return cls._parse(text, source)  # frozen: safe to share

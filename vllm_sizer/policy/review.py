@@ -72,6 +72,15 @@ def _get(obj: Any, pointer: str) -> Any:
     return cur
 
 
+def _step(node: Any, raw: str) -> Any:
+    part = raw.replace("~1", "/").replace("~0", "~") if "~" in raw else raw
+    if isinstance(node, dict):
+        return node.get(part)
+    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    return None
+
+
 class _PatchBuilder:
     """RFC 6902 ops against the incoming object; creates missing parents with `add`.
     The incoming object is never copied or modified (admission is a hot path): what the ops
@@ -88,14 +97,15 @@ class _PatchBuilder:
     def set(self, pointer: str, value: Any) -> None:
         parts = pointer.split("/")[1:]
         path = ""
+        node: Any = self.obj
         for raw, nxt in zip(parts[:-1], parts[1:]):
             path += "/" + raw
-            parent = self.get(path)
+            node = self.added[path] if path in self.added else _step(node, raw)
             # a list only holds integer steps; anything else must be an object
-            if not (isinstance(parent, dict) or (isinstance(parent, list) and nxt.isdigit())):
+            if not (isinstance(node, dict) or (isinstance(node, list) and nxt.isdigit())):
                 self.ops.append({"op": "add", "path": path, "value": {}})
-                self.added[path] = {}
-        current = self.get(pointer)
+                node = self.added[path] = {}
+        current = self.added[pointer] if pointer in self.added else _step(node, parts[-1])
         if current == value:
             return
         self.ops.append({"op": "add" if current is None else "replace", "path": pointer,
