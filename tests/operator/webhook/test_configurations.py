@@ -207,3 +207,9 @@ def test_apply_and_delete_configurations():
     cfg.delete_configurations(api)
     assert api.store == {}
     cfg.delete_configurations(api)  # already gone: fine
+
+
+def test_render_yaml_round_trips():
+    s = OperatorSettings()
+    docs = list(yaml.safe_load_all(cfg.render_yaml(s, ca_bundle=CA)))
+    assert docs == list(cfg.webhook_configurations(s, ca_bundle=CA))

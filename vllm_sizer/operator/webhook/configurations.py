@@ -253,3 +253,19 @@ def delete_configurations(admissionregistration_api: Any,
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+def render_yaml(settings: OperatorSettings, **kwargs: Any) -> str:
+    """Both configurations as a two-document YAML stream (what the Helm chart mirrors)."""
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        pass
+
+    def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        style = "|" if "\n" in value else None  # CEL expressions as literal blocks
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Dumper.add_representer(str, _str)
+    return yaml.dump_all(list(webhook_configurations(settings, **kwargs)), Dumper=_Dumper,
+                         sort_keys=False, width=1000)
