@@ -111,3 +111,31 @@ async def test_kopf_operator_sizes_once_and_not_again_after_a_restart(kmock, cap
         await asyncio.sleep(1.0)
     assert [r.action for r in sizer.results] == ["unchanged"], "resumed, compared, wrote nothing"
     assert len(events(kmock)) == 1, "no duplicate Event after a restart"
+
+
+@pytest.mark.asyncio
+async def test_killed_mid_startup_resumes_without_duplicates_or_lost_annotations(kmock, caplog):
+    caplog.set_level(logging.WARNING)
+    declare(kmock)
+    n = 40
+    base = example("01-cpu-lora-deployment")
+    for i in range(n):
+        obj = stored(base)
+        obj["metadata"]["name"] = f"lora-{i:03d}"
+        put(kmock, DEPLOYMENTS, obj)
+
+    def annotated() -> int:
+        return sum(LAST_EVENT_ANNOTATION in annotations(kmock, f"lora-{i:03d}") for i in range(n))
+
+    async with operator(kmock):
+        assert await wait_for(lambda: annotated() >= 5, timeout=30)
+        # stopped here, part-way through the startup sizing
+    partial = annotated()
+    async with operator(kmock):
+        assert await wait_for(lambda: annotated() == n, timeout=60), annotated()
+        await asyncio.sleep(1.0)
+    reasons: dict[str, list[str]] = {}
+    for ev in events(kmock):
+        reasons.setdefault(ev["involvedObject"]["name"], []).append(ev["reason"])
+    assert reasons == {f"lora-{i:03d}": ["Undersized"] for i in range(n)}, \
+        f"{partial} annotated before the stop"
