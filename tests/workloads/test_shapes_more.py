@@ -238,3 +238,29 @@ def test_flag_and_value_in_one_item_is_flagged():
                             "command": ["vllm", "serve", "Qwen/Qwen3-4B", "--max-num-seqs 8"]}))[0]
     assert w.settings.max_num_seqs is None
     assert any("separated by a space" in m for m in messages(w, "warning"))
+
+
+
+def test_config_file_written_by_the_script_heredoc():
+    script = "\n".join([
+        "set -e",
+        "mkdir -p /etc/vllm",
+        "cat > /etc/vllm/config.yaml <<EOF",
+        "max-num-batched-tokens: ${TOKENS}",
+        "max_num_seqs: 6",
+        "enable-lora: true",
+        "EOF",
+        "cat <<'EOF' > /etc/vllm/notes.txt",
+        "vllm serve not/this-one",
+        "EOF",
+        'echo "max-model-len: 4096" >> /etc/vllm/config.yaml',
+        "exec vllm serve Qwen/Qwen3-4B --config /etc/vllm/config.yaml --max-num-seqs 12",
+    ])
+    w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0", "command": ["bash", "-c", script],
+                            "env": [{"name": "TOKENS", "value": "1024"}]}))[0]
+    s = w.settings
+    assert w.model == "Qwen/Qwen3-4B"  # the here-document's text is no command
+    assert s.max_num_batched_tokens == 1024 and s.enable_lora and s.max_model_len == 4096
+    assert s.max_num_seqs == 12  # the command line beats the config file
+    assert any("read from the script" in m for m in messages(w, "info"))
+    assert not any("contents unknown" in m for m in messages(w))

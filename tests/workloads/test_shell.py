@@ -72,3 +72,18 @@ def test_find_shell():
     assert find_shell(["bash", "start.sh"]) is None
     assert find_shell(["vllm", "serve"]) is None
     assert find_shell(["sh", "-c"]) is None
+
+
+
+def test_here_documents_and_written_files():
+    script = "\n".join([
+        "cat > /c.yaml <<EOF", "a: $X", "EOF",
+        "cat <<-'END' >/raw", "\tb: $X", "\tEND",
+        "tee -a /c.yaml <<EOF", "c: 1", "EOF",
+        "printf 'd: 2\\n' >> /c.yaml",
+        "run 2>&1 >&2 >/dev/null",
+    ])
+    cmds = run_script(script, {"X": "7"})
+    assert [c.words for c in cmds] == [["cat"], ["cat"], ["tee", "-a", "/c.yaml"],
+                                       ["printf", "d: 2\\n"], ["run"]]
+    assert cmds[-1].files == {"/c.yaml": "a: 7\nc: 1\nd: 2\n", "/raw": "b: $X\n"}

@@ -250,6 +250,7 @@ class _Located:
     env: dict[str, str]  # environment of the process (script exports, prefix assignments)
     unresolved: list[str]
     count: int = 1  # vLLM invocations seen
+    files: dict[str, str] = field(default_factory=dict)  # written by the script before it
 
 
 def _find_hf(argv: list[str]) -> list[str] | None:
@@ -296,6 +297,7 @@ def _locate(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: 
         count += sub.count
         if found is None:
             sub.unresolved = cmd.unresolved + sub.unresolved
+            sub.files = {**cmd.files, **sub.files}
             found = sub
     if found is not None:
         found.count = count
@@ -502,6 +504,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 raw=tok[:120]))
     version = images.image_version(image)
     loader = info.config_loader()
+    if located.files:
+        loader = _script_files_loader(located.files, loader, diags)
     hf_args = None
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
@@ -629,6 +633,26 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         skip_reason=info.skip_reason or skip_reason or view.skip_reason,
         effective_env=eff_env, gpu_count=dev.gpu_count, device=dev.device, vllm_version=version,
         lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime)
+
+
+def _script_files_loader(files: dict[str, str], fallback: Callable[[str], dict | None] | None,
+                         diags: list[Diagnostic]) -> Callable[[str], dict | None]:
+    """--config FILE written by the container's own script (`cat > FILE <<EOF`) first."""
+    def load(path: str) -> dict | None:
+        if path in files:
+            try:
+                loaded = yaml.safe_load(files[path])
+            except Exception as exc:  # noqa: BLE001 - yaml raises many types
+                diags.append(Diagnostic("error", f"the script writes this --config file, but it "
+                                        f"is not valid YAML ({str(exc).splitlines()[0]})",
+                                        "--config", path))
+                return None
+            if isinstance(loaded, dict):
+                diags.append(Diagnostic("info", "--config file contents read from the script "
+                                        "that writes it", "--config", path))
+                return loaded
+        return fallback(path) if fallback else None
+    return load
 
 
 def _resolve_config(info: _ObjectInfo, keys: list[str]

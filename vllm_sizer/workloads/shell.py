@@ -34,6 +34,17 @@ class Command:
     words: list[str]
     env: dict[str, str]  # exported variables as this command sees them (prefix assignments too)
     unresolved: list[str] = field(default_factory=list)  # variables left literal in its words
+    # files the script wrote before this command (`cat > f <<EOF`, `echo ... > f`): path → text
+    files: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Raw:
+    words: list[str]
+    unresolved: list[str]
+    conditional: bool  # follows `&&`, `||` or `|`
+    heredoc: str | None  # body of its (last) here-document
+    redirect: tuple[str, bool] | None  # stdout target and whether it appends
 
 
 def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
@@ -169,9 +180,49 @@ class _Tokenizer:
         return "lit", "$", "$", False
 
     # ---------------------------------------------------------------- tokenizing
-    def commands(self) -> Iterator[tuple[list[str], list[str], bool]]:
-        """Yields (words, unresolved, conditional) per simple command; reads self.vars lazily,
-        so a caller may apply assignments between commands."""
+    def _expand_text(self, text: str) -> str:
+        """Here-document body with an unquoted delimiter: parameter expansion only."""
+        sub = _Tokenizer(text, self.vars, self.unknown, self.maybe_env, self.positional,
+                         self.depth + 1)
+        out: list[str] = []
+        while sub.i < len(sub.s):
+            ch = sub.s[sub.i]
+            if ch == "\\" and sub.i + 1 < len(sub.s) and sub.s[sub.i + 1] in "$`\\":
+                out.append(sub.s[sub.i + 1])
+                sub.i += 2
+            elif ch == "$":
+                kind, value, literal, _ = sub._dollar()
+                out.append(value if kind == "set" else literal)
+            else:
+                out.append(ch)
+                sub.i += 1
+        return "".join(out)
+
+    def _read_heredocs(self, pending: list[tuple[str, bool, bool]]) -> str | None:
+        """Consume the bodies of pending here-documents (self.i at the start of a line);
+        returns the last body."""
+        s, n = self.s, len(self.s)
+        body: str | None = None
+        for delim, strip_tabs, expand in pending:
+            lines: list[str] = []
+            while self.i < n:
+                end = s.find("\n", self.i)
+                end = n if end < 0 else end
+                line = s[self.i:end]
+                self.i = end + 1
+                if strip_tabs:
+                    line = line.lstrip("\t")
+                if line == delim:
+                    break
+                lines.append(line)
+            text = "".join(line + "\n" for line in lines)
+            body = self._expand_text(text) if expand else text
+        pending.clear()
+        return body
+
+    def commands(self) -> Iterator[_Raw]:
+        """Yields each simple command; reads self.vars lazily, so a caller may apply
+        assignments between commands."""
         s = self.s
         n = len(s)
         words: list[str] = []
@@ -179,12 +230,18 @@ class _Tokenizer:
         cur: list[str] = []
         have = False
         drop_next = False  # the next word is a redirection target
+        capture: str | None = None  # the next word is stdout's target: ">" or ">>"
+        redirect: tuple[str, bool] | None = None  # (file, append) of this command's stdout
+        pending: list[tuple[str, bool, bool]] = []  # here-documents: (delimiter, <<-, expand)
         conditional = False  # this command follows `&&`, `||` or `|`
 
         def end_word() -> None:
-            nonlocal cur, have, drop_next
+            nonlocal cur, have, drop_next, capture, redirect
             if have:
-                if drop_next:
+                if capture is not None:
+                    redirect = ("".join(cur), capture == ">>")
+                    capture = None
+                elif drop_next:
                     drop_next = False
                 else:
                     words.append("".join(cur))
@@ -248,24 +305,44 @@ class _Tokenizer:
                 end_word()
                 logical = c in "&|" and self.i + 1 < n and s[self.i + 1] == c
                 self.i += 2 if logical else 1
+                heredoc = self._read_heredocs(pending) if c == "\n" and pending else None
                 if words:
-                    yield words, unresolved, conditional
+                    yield _Raw(words, unresolved, conditional, heredoc, redirect)
                 # the command after `&&` / `||` may not run; one after `|` runs in a subshell
                 conditional = logical or c == "|"
                 words, unresolved = [], []
-                drop_next = False
+                drop_next, capture, redirect = False, None, None
             elif c in "<>":
-                if have and "".join(cur).isdigit():  # 2>file: drop the fd number
+                fd = None
+                if have and "".join(cur).isdigit():  # 2>file: the fd number is no word
+                    fd = "".join(cur)
                     cur, have = [], False
                 end_word()
-                self.i += 1
-                while self.i < n and s[self.i] in "<>&":
-                    self.i += 1
-                if self.i < n and s[self.i].isdigit() and s[self.i - 1] == "&":
+                j = self.i
+                while j < n and s[j] in "<>&|":
+                    j += 1
+                op, self.i = s[self.i:j], j
+                if op.startswith("<<") and not op.startswith("<<<"):
+                    strip_tabs = self.i < n and s[self.i] == "-"
+                    self.i += 1 if strip_tabs else 0
+                    while self.i < n and s[self.i] in " \t":
+                        self.i += 1
+                    k = self.i
+                    while k < n and s[k] not in " \t\n;&|<>()":
+                        k += 1
+                    raw = s[self.i:k]
+                    self.i = k
+                    delim = raw.replace("'", "").replace('"', "").replace("\\", "")
+                    pending.append((delim, strip_tabs, not any(q in raw for q in "'\"\\")))
+                    continue
+                if op.endswith("&") and self.i < n and s[self.i].isdigit():
                     while self.i < n and s[self.i].isdigit():  # >&2, 2>&1
                         self.i += 1
                     continue
-                drop_next = True
+                if op in (">", ">>", ">|") and fd in (None, "1"):
+                    capture = ">>" if op == ">>" else ">"
+                else:
+                    drop_next = True
             elif c == "#" and not have:
                 while self.i < n and s[self.i] != "\n":
                     self.i += 1
@@ -323,13 +400,14 @@ class _Tokenizer:
                 have = True
                 self.i += 1
         end_word()
+        heredoc = self._read_heredocs(pending) if pending else None
         if words:
-            yield words, unresolved, conditional
+            yield _Raw(words, unresolved, conditional, heredoc, redirect)
 
     def words_only(self) -> list[str]:
         out: list[str] = []
-        for words, _, _ in self.commands():
-            out.extend(words)
+        for raw in self.commands():
+            out.extend(raw.words)
         return out
 
 
@@ -342,8 +420,10 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
     exported = dict(env)
     tok = _Tokenizer(script, vars_, set(unknown or ()), maybe_env, list(positional or ["sh"]))
     out: list[Command] = []
+    files: dict[str, str] = {}
     depth = 0  # inside if / while / until / for / case: assignments may not happen
-    for words, unresolved, after_logical in tok.commands():
+    for raw in tok.commands():
+        words, unresolved, after_logical = raw.words, raw.unresolved, raw.conditional
         ws = list(words)
         if ws and ws[0] in ("if", "while", "until", "for", "case"):
             depth += 1
@@ -373,6 +453,7 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
                     exported[name] = value
             continue
         cmd = ws[k:]
+        _record_file(cmd, raw, files)
         if cmd[0] == "export" or (cmd[0] in ("declare", "typeset") and "-x" in cmd[1:]):
             if skip_assign:
                 continue
@@ -390,5 +471,29 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
                 vars_.pop(arg, None)
                 exported.pop(arg, None)
             continue
-        out.append(Command(words=cmd, env={**exported, **prefix}, unresolved=list(unresolved)))
+        out.append(Command(words=cmd, env={**exported, **prefix}, unresolved=list(unresolved),
+                           files=dict(files)))
     return out
+
+
+def _record_file(cmd: list[str], raw: _Raw, files: dict[str, str]) -> None:
+    """Files a script writes with `cat > f <<EOF`, `tee f <<EOF`, `echo/printf ... > f`."""
+    target, append = raw.redirect if raw.redirect else (None, False)
+    content: str | None = None
+    if cmd[0] in ("cat", "tee") and raw.heredoc is not None:
+        content = raw.heredoc
+        if cmd[0] == "tee":
+            args = [a for a in cmd[1:] if not a.startswith("-")]
+            append = append or "-a" in cmd[1:]
+            target = args[0] if args else target
+    elif cmd[0] == "echo" and target:
+        args = cmd[1:]
+        while args and args[0] in ("-e", "-n", "-en", "-ne", "-E"):
+            args = args[1:]
+        content = " ".join(args) + "\n"
+        if "-e" in cmd[1:2] or "-en" in cmd[1:2] or "-ne" in cmd[1:2]:
+            content = content.replace("\\n", "\n")
+    elif cmd[0] == "printf" and target and len(cmd) > 1:
+        content = cmd[1].replace("\\n", "\n")
+    if target and content is not None:
+        files[target] = (files.get(target, "") if append else "") + content
