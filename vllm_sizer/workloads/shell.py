@@ -7,7 +7,10 @@ backslash-newline continuations, comments) and parameter expansion from what is 
 arguments after the script. Unquoted expansions are split into words as the shell splits them
 (so `vllm serve $MODEL $EXTRA_ARGS` works). A variable whose value is not known (from
 `valueFrom`, `envFrom`, or the image) stays literal and is reported, never guessed.
-`export NAME=value` / `NAME=value` before a command update the variables for later commands.
+`export NAME=value` / `NAME=value` before a command update the variables for later commands
+(on a branch that may not run, only when the value is known). Here-documents are read, and
+files written with `cat > f <<EOF`, `tee f <<EOF`, `echo/printf ... > f` are remembered, so a
+`--config f` the script writes can be read.
 
 A hand-written tokenizer rather than `shlex.split`: expansion must know the quoting context
 (`'$X'` is literal, `"$X"` is one word, `$X` is split), which shlex discards.
