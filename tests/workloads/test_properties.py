@@ -19,7 +19,8 @@ token = st.one_of(
     st.sampled_from(["vllm", "serve", "-m", "vllm.entrypoints.openai.api_server", "--", "-",
                      "--config", "-tp", "-O3", "-O", "4k", "4K", "abc", "=", "--no-", "sh", "-c",
                      "huggingfaceserver", "$(X)", "$$(X)", "${X:-1}", "$@", "'", '"', "\\",
-                     "&&", ";", "\n", "#", "`", "$(", "{", "}"]),
+                     "&&", ";", "\n", "#", "`", "$(", "{", "}", "<<EOF", "<<-'X'", "EOF",
+                     ">", ">>", "2>&1", "cat", "echo", "--config", "/c.yaml"]),
     st.builds(lambda f, eq, v: f"--{f}{'=' if eq else ''}{v if eq else ''}",
               st.sampled_from(FLAG_NAMES), st.booleans(), st.text(max_size=6)),
     st.builds(lambda f: "--no-" + f, st.sampled_from(FLAG_NAMES)),
@@ -87,7 +88,14 @@ def test_reader_never_raises_on_command_lines(command, args, env, image):
 
 
 @SETTINGS
-@given(st.sampled_from(["vllm serve m", "sh -c", "bash -ec"]), st.text(max_size=200), env_st)
+@given(st.sampled_from(["vllm serve m", "sh -c", "bash -ec"]),
+       st.one_of(st.text(max_size=200),
+                 st.lists(st.sampled_from(["cat > /c.yaml <<EOF", "max-num-seqs: 4", "EOF",
+                                           "a: [", "vllm serve m --config /c.yaml",
+                                           "echo 'x: 1' >> /c.yaml", "exec \"$@\"", "if true",
+                                           "then export X=$Y", "fi", "${A:-${B}}"]),
+                          max_size=10).map("\n".join)),
+       env_st)
 def test_reader_never_raises_on_scripts(prefix, script, env):
     obj = _pod(prefix.split() + [script], [], env, "vllm/vllm-openai:v0.11.0")
     no_internal_errors(read_workloads(obj))
