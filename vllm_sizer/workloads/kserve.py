@@ -266,7 +266,8 @@ def _model_view(obj: dict, meta: dict, predictor: dict, model: dict, model_key: 
     for key in ("image", "command", "workingDir"):
         if model.get(key):
             merged[key] = model[key]
-    merged["args"] = [*_list(rc.get("args")), *_list(model.get("args"))]
+    merged["args"] = [substitute(a, meta)
+                      for a in [*_list(rc.get("args")), *_list(model.get("args"))]]
     merged["env"] = merge_env(rc.get("env"), model.get("env"))
     merged["envFrom"] = _list(rc.get("envFrom")) + _list(model.get("envFrom"))
     merged["volumeMounts"] = _list(rc.get("volumeMounts")) + _list(model.get("volumeMounts"))
