@@ -11,7 +11,7 @@ rejects it):
 | body larger than max_request_bytes (8 MiB) | 413 (server.py) | webhook failure |
 | subresource (scale, status), operation other than CREATE/UPDATE, namespace not served, object missing or not an object | 200 | allowed, untouched |
 | not a vLLM workload (the common case) | 200 | allowed, untouched (fast path: no copy, no patch) |
-| vLLM workload, mutating route | 200 | verdict mutate: JSONPatch + the mutation warnings; allow with new annotations: the annotation patch only; deny / unknown / skip: allowed, no patch, no warnings (the validating route speaks for the final object) |
+| vLLM workload, mutating route | 200 | verdict mutate: JSONPatch + the mutation warnings; allow (or unknown for one container while another was sized) with new annotations: the annotation patch, no warnings; deny: allowed, no patch, no warnings (the validating route denies, after every mutation, other webhooks' included); no patch otherwise |
 | vLLM workload, validating route | 200 | deny: allowed false, code 403, the decision's message (+ warnings); anything else: allowed + warnings |
 | model-config lookup slower than lookup_timeout_seconds, or failing | 200 | decided without that config (cannot size: allowed) + a warning; fail_closed: allowed false, code 500 |
 | any exception while deciding | 200 | allowed + a warning, counted in vllm_sizer_internal_errors_total; fail_closed: allowed false, code 500 |
@@ -182,7 +182,7 @@ def answer_for(route: str, uid: str, decision: ObjectDecision,
     """A decision → the route's answer (pure; see the module table)."""
     extra = list(extra_warnings)
     if route == MUTATE:
-        if decision.verdict in ("mutate", "allow") and decision.patch:
+        if decision.verdict != "deny" and decision.patch:
             warnings = decision.warnings + extra if decision.verdict == "mutate" else extra
             return patch_response(uid, decision.patch, warnings)
         return allow(uid)
