@@ -597,3 +597,12 @@ spec:
     env: [{name: VLLM_CPU_KVCACHE_SPACE, value: 4}]
 """)
     assert w.settings.max_num_seqs == 12 and w.settings.max_model_len == 4096
+
+
+def test_device_flag_is_a_startup_error_in_versions_without_it():
+    from vllm_sizer.estimator.versions import VllmVersion
+    from vllm_sizer.workloads.vllm_args import parse_vllm_args
+    for version, error in (("0.9.2", False), ("0.11.0", True), ("0.26.0", False), ("0.33.0", True)):
+        parsed = parse_vllm_args(["m", "--device", "cpu"], version=VllmVersion.parse(version))
+        assert parsed.values["device"] == "cpu"
+        assert any("no --device flag" in d.message for d in parsed.diagnostics) is error, version

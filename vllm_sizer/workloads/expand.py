@@ -9,6 +9,8 @@ def kube_expand(text: str, lookup: Callable[[str], str | None]) -> tuple[str, li
     """Expand `$(VAR)` the way the kubelet expands command, args and env values: `$$` is a
     literal `$`, `$(VAR)` is replaced when VAR is known and kept literally otherwise, any other
     `$` is literal. Returns the text and the names that stayed unresolved."""
+    if "$" not in text:  # the common case: nothing to expand
+        return text, []
     out: list[str] = []
     unresolved: list[str] = []
     i, n = 0, len(text)

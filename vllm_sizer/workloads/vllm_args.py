@@ -307,6 +307,13 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
             continue
         if target == "device":
             value = value.lower()
+            # --device was removed in vLLM 0.10.0: argument error in 0.10-0.23, prefix-matched
+            # to --device-ids in 0.24-0.30, ambiguous again from 0.31 (docs/research/vllm-defaults.md §8)
+            if version is not None and version.at_least(0, 10) and \
+                    not (version.at_least(0, 24) and not version.at_least(0, 31)):
+                out.diagnostics.append(Diagnostic(
+                    "error", f"vLLM {version} has no --device flag (removed in 0.10): the server "
+                    "exits with an argument error; the value is still read as the device", flag, raw))
         out.values[target] = value
     if flag_model is None and out.model is None and out.config_model is not None:
         out.model = out.config_model
