@@ -179,8 +179,9 @@ async def start_webhook(cert_dir: Path):
 
     async def start(lookup=None, limit_range_max=None, read=None, reload_interval: float = 10.0,
                     certs: Path | None = None, **overrides: Any) -> Webhook:
-        settings = OperatorSettings(cert_dir=str(certs or cert_dir), webhook_host="127.0.0.1",
-                                    webhook_port=0, metrics_port=0, **overrides)
+        values = {"cert_dir": str(certs or cert_dir), "webhook_host": "127.0.0.1",
+                  "webhook_port": 0, "metrics_port": 0, **overrides}
+        settings = OperatorSettings(**values)
         runner = await start_webhook_server(settings, lookup, limit_range_max, read=read,
                                             reload_interval=reload_interval)
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ssl(cert_dir), limit=0))

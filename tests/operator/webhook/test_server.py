@@ -461,3 +461,22 @@ async def test_a_slow_shared_load_serves_the_reviews_that_come_after_a_timeout(s
     second = await hook.post(MUTATE_PATH, review(obj))
     assert parse_quantity(limit_of(jsonpatch.apply_patch(obj, decode_patch(second)))) > 8 * GiB
     assert lookup.loads == 1
+
+
+async def test_metrics_listener_can_be_disabled(start_webhook):
+    hook = await start_webhook(metrics_port=-1)
+    assert hook.metrics_port is None
+    resp = await hook.post(MUTATE_PATH, review(nginx_deployment()))
+    assert resp["allowed"] is True
+
+
+async def test_an_answer_that_cannot_be_encoded_still_admits(start_webhook, monkeypatch):
+    import vllm_sizer.operator.webhook.admission as mod
+
+    monkeypatch.setattr(mod, "answer_for", lambda route, uid, decision, extra=(): {
+        "apiVersion": mod.API_VERSION, "kind": "AdmissionReview",
+        "response": {"uid": uid, "allowed": True, "bad": {1, 2}}})
+    hook = await start_webhook()
+    resp = await hook.post(MUTATE_PATH, review(lora_deployment("8Gi")))
+    assert resp["allowed"] is True and "patch" not in resp
+    assert resp["warnings"] == ["vllm-sizer: internal error (the answer could not be encoded); admitted unchanged"]
