@@ -197,8 +197,12 @@ async def _controller(args: argparse.Namespace, settings: OperatorSettings, fact
 
     from ..operator.controller import KubeApi, OomWatcher, Sizer, register
 
+    from kopf._core.intents.registries import SmartOperatorRegistry
+
     api = KubeApi(factory)
-    registry = kopf.OperatorRegistry()
+    # Kopf's default registry class: it carries the kubeconfig / in-cluster login handlers (a
+    # plain OperatorRegistry has none); kopf does not re-export it, hence the private import.
+    registry = SmartOperatorRegistry()
     register(registry, Sizer(api, settings, lookup), OomWatcher(api, settings))
     liveness = args.liveness
     if liveness is None:

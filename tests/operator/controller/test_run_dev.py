@@ -94,3 +94,60 @@ async def test_dev_registers_serves_and_deletes_on_signal(kmock, tmp_path, sig):
     assert live(kmock, MUTATING, DEV_MUTATING) is None, out
     assert live(kmock, VALIDATING, DEV_VALIDATING) is None, out
     assert f"deleted {DEV_MUTATING}" in out and f"deleted {DEV_VALIDATING}" in out
+
+
+@pytest.mark.asyncio
+async def test_dev_all_roles_in_one_process(kmock, tmp_path):
+    """--role all: the webhook plus the Kopf controller (sizing a pre-existing Deployment,
+    liveness endpoint), and the cleanup still happens when Kopf owns the signal handlers."""
+    from .conftest import DEPLOYMENTS, events, put, stored
+    from .test_kopf_operator import declare
+
+    declare(kmock)
+    kmock.resources["v1/pods"] = {}
+    kmock.resources[MUTATING] = {}
+    kmock.resources[VALIDATING] = {}
+    put(kmock, DEPLOYMENTS, stored(example("01-cpu-lora-deployment")))
+    liveness = f"http://127.0.0.1:{_free_port()}/healthz"
+    env = {**os.environ, "KUBECONFIG": kubeconfig(tmp_path, str(kmock.url).rstrip("/")),
+           "PYTHONUNBUFFERED": "1"}
+    proc = await asyncio.create_subprocess_exec(
+        # (no --namespace: with one, Kopf lists /api/v1/namespaces, which kmock 0.8 misparses)
+        sys.executable, "-m", "vllm_sizer.cli.main", "run", "--dev",
+        "--webhook-host", "127.0.0.1", "--port", "0", "--metrics-port", "-1",
+        "--liveness", liveness, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    healthy = False
+    try:
+        for _ in range(300):
+            if events(kmock) or proc.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert [e["reason"] for e in events(kmock)] == ["Undersized"], (await _drain(proc))
+        assert live(kmock, MUTATING, DEV_MUTATING) is not None
+        async with aiohttp.ClientSession() as s:
+            async with s.get(liveness) as resp:
+                healthy = resp.status == 200
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        out = (await asyncio.wait_for(proc.stdout.read(), 30)).decode()
+        rc = await asyncio.wait_for(proc.wait(), 30)
+    assert healthy, out
+    assert live(kmock, MUTATING, DEV_MUTATING) is None, out
+    assert live(kmock, VALIDATING, DEV_VALIDATING) is None, out
+    assert rc == 0, out
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _drain(proc) -> str:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+    return (await asyncio.wait_for(proc.stdout.read(), 30)).decode()[-5000:]
