@@ -7,8 +7,9 @@ Roles (`--role`, default `all`):
 - `controller`: the Kopf operator (watchers sizing existing objects, the OOM evidence pod watch),
   `standalone` by default (one replica, Recreate strategy); `--priority N` turns on Kopf peering
   instead (give each replica a DIFFERENT priority: equal priorities freeze them all). Kopf's
-  liveness endpoint at `--liveness` (default http://0.0.0.0:<metrics_port + 1>/healthz) and
-  Prometheus metrics on settings.metrics_port.
+  liveness endpoint at `--liveness` (default http://0.0.0.0:<metrics_port + 1>/healthz), and on
+  settings.metrics_port (8080) Prometheus metrics plus a /healthz that answers what Kopf's
+  liveness endpoint answers (503 when it does not answer), so either port can be probed.
 - `all`: both in one process (metrics come from the webhook server's listener).
 
 In-cluster certificates (role webhook/all, VLLM_SIZER_CERT_MODE=self-signed, the default): the
@@ -160,9 +161,10 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
                 await _dev_register(args, settings, factory, cleanups, runner)
 
         if args.role in ("controller", "all"):
+            liveness = _liveness_url(args, settings)
             if args.role == "controller" and settings.metrics_port >= 0:
-                cleanups.append(await _metrics_server(settings))
-            await _controller(args, settings, factory, lookup, stop)
+                cleanups.append(await _metrics_server(settings, liveness))
+            await _controller(args, settings, factory, lookup, stop, liveness)
         else:
             print(f"vllm-sizer: webhook role running (pid {os.getpid()}); Ctrl+C to stop",
                   file=sys.stderr, flush=True)
@@ -180,19 +182,49 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
     return 0
 
 
-async def _metrics_server(settings: OperatorSettings) -> Any:
+def _liveness_url(args: argparse.Namespace, settings: OperatorSettings) -> str | None:
+    if args.liveness is not None:
+        return args.liveness or None
+    port = settings.metrics_port + 1 if settings.metrics_port > 0 else 8081
+    return f"http://0.0.0.0:{port}{HEALTH_PATH}"
+
+
+async def _metrics_server(settings: OperatorSettings, liveness: str | None) -> Any:
+    """Controller role: /metrics, and /healthz answering what Kopf's liveness endpoint answers
+    (so a probe on the metrics port sees a stuck operator too)."""
+    import aiohttp
     from aiohttp import web
 
-    from ..operator.webhook.server import build_metrics_app
+    from ..operator import metrics
+    from ..operator.settings import METRICS_PATH
 
-    runner = web.AppRunner(build_metrics_app(), access_log=None)
+    target = (liveness or "").replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://[::1]:")
+
+    async def metrics_page(_request: web.Request) -> web.Response:
+        body, ctype = metrics.render()
+        return web.Response(body=body, headers={"Content-Type": ctype})
+
+    async def health(_request: web.Request) -> web.Response:
+        if not target:
+            return web.Response(text="ok")
+        try:
+            async with aiohttp.ClientSession() as s:
+                async with s.get(target, timeout=aiohttp.ClientTimeout(total=3)) as resp:
+                    return web.Response(status=resp.status, text=await resp.text())
+        except Exception as exc:  # noqa: BLE001 - not live
+            return web.Response(status=503, text=f"Kopf liveness unreachable: {exc}")
+
+    app = web.Application()
+    app.router.add_get(METRICS_PATH, metrics_page)
+    app.router.add_get(HEALTH_PATH, health)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, settings.webhook_host, settings.metrics_port).start()
     return runner.cleanup
 
 
 async def _controller(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
-                      lookup: Any, stop: asyncio.Event) -> None:
+                      lookup: Any, stop: asyncio.Event, liveness: str | None) -> None:
     import kopf
 
     from ..operator.controller import KubeApi, OomWatcher, Sizer, register
@@ -204,10 +236,6 @@ async def _controller(args: argparse.Namespace, settings: OperatorSettings, fact
     # plain OperatorRegistry has none); kopf does not re-export it, hence the private import.
     registry = SmartOperatorRegistry()
     register(registry, Sizer(api, settings, lookup), OomWatcher(api, settings))
-    liveness = args.liveness
-    if liveness is None:
-        port = settings.metrics_port + 1 if settings.metrics_port > 0 else 8081
-        liveness = f"http://0.0.0.0:{port}{HEALTH_PATH}"
     peering = args.priority is not None
     kwargs: dict[str, Any] = dict(
         registry=registry, standalone=not peering, stop_flag=stop,

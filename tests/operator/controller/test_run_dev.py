@@ -151,3 +151,39 @@ async def _drain(proc) -> str:
     if proc.returncode is None:
         proc.send_signal(signal.SIGTERM)
     return (await asyncio.wait_for(proc.stdout.read(), 30)).decode()[-5000:]
+
+
+@pytest.mark.asyncio
+async def test_controller_role_serves_metrics_and_kopf_liveness(kmock, tmp_path):
+    from .test_kopf_operator import declare
+
+    declare(kmock)
+    kmock.resources["v1/pods"] = {}
+    metrics_port, liveness_port = _free_port(), _free_port()
+    env = {**os.environ, "KUBECONFIG": kubeconfig(tmp_path, str(kmock.url).rstrip("/")),
+           "PYTHONUNBUFFERED": "1"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "vllm_sizer.cli.main", "run", "--role", "controller",
+        "--metrics-port", str(metrics_port),
+        "--liveness", f"http://127.0.0.1:{liveness_port}/healthz", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    health, page = None, ""
+    try:
+        async with aiohttp.ClientSession() as s:
+            for _ in range(200):
+                try:
+                    async with s.get(f"http://127.0.0.1:{metrics_port}/healthz") as resp:
+                        health = resp.status
+                        if health == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+            async with s.get(f"http://127.0.0.1:{metrics_port}/metrics") as resp:
+                page = await resp.text()
+    finally:
+        out = await _drain(proc)
+        rc = await asyncio.wait_for(proc.wait(), 30)
+    assert health == 200, out
+    assert "vllm_sizer_oomkills_total" in page or "vllm_sizer_oomkills" in page
+    assert rc == 0, out
