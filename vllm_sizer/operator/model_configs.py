@@ -11,7 +11,16 @@ Contract used by the admission path (webhook) and the controller:
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import asyncio
+import json
+import logging
+import os
+import re
+import time
+from typing import Any, Callable, Protocol
+
+from ..estimator import catalog
+from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
 
 
 class ModelConfigLookup(Protocol):
@@ -31,16 +40,6 @@ class NoLookup:
 
 
 # ----------------------------------------------------------------------------- implementation
-import asyncio
-import json
-import logging
-import re
-import time
-from typing import Callable
-
-from ..estimator import catalog
-from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
-
 log = logging.getLogger("vllm_sizer.model_configs")
 
 ApiClientFactory = Callable[[], Any]  # () -> kubernetes.client.ApiClient
@@ -147,7 +146,6 @@ class HubConfigFetcher:
     def _read_token(self) -> str | None:
         if not self.token_file:
             return None
-        import os
         try:
             mtime = os.stat(self.token_file).st_mtime
             if mtime != self._token[0]:
@@ -334,7 +332,8 @@ class ClusterModelConfigs:
         try:
             data = json.loads(resp.data)
         finally:
-            resp.release_conn() if hasattr(resp, "release_conn") else None
+            if hasattr(resp, "release_conn"):
+                resp.release_conn()
         return list(data.get("items") or [])
 
     async def close(self) -> None:
