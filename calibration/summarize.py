@@ -103,10 +103,13 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
         rss = _i(r.get("rss_peak_sampled_bytes", ""))
         d["rss_MiB"] = round(rss / MIB) if rss else ""
         d["diff_MiB"] = d["formula_MiB"] = d["ratio"] = d["req_diff_MiB"] = ""
+        d["lmhead_formula_MiB"] = ""
         if lora and r["outcome"] == "ok":
             off = offs.get(twin_key(r))
             f = _i(r.get("formula_scratch_bytes", ""))
             d["formula_MiB"] = round(f / MIB) if f else ""
+            lg = _i(r.get("formula_logits_bytes", ""))
+            d["lmhead_formula_MiB"] = round(lg / MIB) if lg else ""
             if off is not None and peak:
                 diff = peak - int(off["peak_bytes"])
                 d["diff_MiB"] = round(diff / MIB)
@@ -157,8 +160,17 @@ def main(argv=None) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("csv", nargs="?", default=os.path.join(here, "measurements.csv"))
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--compact", action="store_true", help="README columns only")
     args = ap.parse_args(argv)
-    print(render(summarize(read_rows(args.csv)), args.markdown))
+    table = summarize(read_rows(args.csv))
+    if args.compact:
+        keep = ["run_id", "model", "L", "T", "S", "prompts", "lora", "R", "alloc",
+                "outcome", "peak_MiB", "phase", "diff_MiB", "formula_MiB", "ratio",
+                "lmhead_formula_MiB",
+                "req_incr_MiB", "incr_diff_MiB", "incr_ratio", "resident_diff_MiB",
+                "wall_s"]
+        table = [{k: r[k] for k in keep} for r in table]
+    print(render(table, args.markdown))
     return 0
 
 
