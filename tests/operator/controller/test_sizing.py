@@ -219,3 +219,32 @@ def test_sized_label_patch_shapes():
     mutated = decision.mutated(dep)
     both = jsonpatch.apply_patch(dep, decision.patch + sized_label_patch(mutated))
     assert both["spec"]["template"]["metadata"]["labels"][SIZED_LABEL] == "true"
+
+
+@pytest.mark.asyncio
+async def test_kopf_handler_maps_api_errors():
+    import logging
+
+    import kopf
+
+    from vllm_sizer.operator.controller import ApiError, register
+
+    class Failing(Sizer):
+        status = 500
+
+        async def size(self, body):
+            raise ApiError(self.status, "x")
+
+    sizer = Failing(RecordingApi(), OperatorSettings())
+    registry = kopf.OperatorRegistry()
+    register(registry, sizer)
+    handler = registry._changing.get_all_handlers()[0].fn
+    log = logging.getLogger("test")
+    sizer.status = 404
+    assert await handler(body={}, logger=log) is None
+    sizer.status = 403
+    with pytest.raises(kopf.PermanentError):
+        await handler(body={}, logger=log)
+    sizer.status = 409
+    with pytest.raises(kopf.TemporaryError):
+        await handler(body={}, logger=log)

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import kopf
 
 from ..settings import SERVED_RESOURCES, OperatorSettings
+from .kube import ApiError
 from .oom import OomWatcher
 from .sizing import OUTPUT_ANNOTATIONS, Sizer
 
@@ -39,8 +40,6 @@ def configure_kopf(settings: kopf.OperatorSettings) -> None:
         ignored_fields=[("metadata", "annotations", key) for key in OUTPUT_ANNOTATIONS])
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
-    # A failing API call is retried after a minute, not immediately in a tight loop.
-    settings.execution.max_workers = 8
 
 
 def register(registry: kopf.OperatorRegistry, sizer: Sizer, oom: OomWatcher | None = None,
@@ -73,7 +72,14 @@ def register(registry: kopf.OperatorRegistry, sizer: Sizer, oom: OomWatcher | No
         return sizer.wants(body)
 
     async def size(body: Any, logger: logging.Logger, **_: Any) -> dict[str, Any] | None:
-        result = await sizer.size(body)
+        try:
+            result = await sizer.size(body)
+        except ApiError as exc:
+            if exc.status == 404:  # deleted meanwhile: nothing left to size
+                return None
+            if exc.status in (400, 401, 403, 405):  # RBAC or a bad request: retrying won't help
+                raise kopf.PermanentError(f"sizing failed: {exc}") from exc
+            raise kopf.TemporaryError(f"sizing failed, retrying: {exc}", delay=30) from exc
         if result.action in ("annotated", "patched"):
             logger.info("%s: %s (%s)", result.action, result.reason, result.message[:200])
         return None  # nothing to store in status

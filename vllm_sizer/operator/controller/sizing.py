@@ -43,6 +43,7 @@ LAST_EVENT_ANNOTATION = "vllm-sizer.io/last-event"
 OUTPUT_ANNOTATIONS: tuple[str, ...] = (*OUR_ANNOTATIONS, LAST_EVENT_ANNOTATION, LAST_OOM_ANNOTATION)
 COMPONENT = "vllm-sizer"
 EVENT_MESSAGE_MAX = 1024
+SEEN_LIMIT = 100_000
 UNDERSIZED_REASONS = ("undersized", "over-limitrange", "over-node", "gpu-does-not-fit",
                       "kv-auto-sized")
 
@@ -338,6 +339,8 @@ class Sizer:
             decision = review_object(observer_view(obj), ctx, self.observer_policy, read=self.read)
             result = await self._annotate(obj, decision, stored)
         if uid and rv:
+            if len(self._seen) > SEEN_LIMIT:  # a bound, not an LRU: clearing only costs a
+                self._seen.clear()            # comparison with the stored annotations
             self._seen[uid] = rv
         return result
 
