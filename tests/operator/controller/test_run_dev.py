@@ -187,3 +187,46 @@ async def test_controller_role_serves_metrics_and_kopf_liveness(kmock, tmp_path)
     assert health == 200, out
     assert "vllm_sizer_oomkills_total" in page or "vllm_sizer_oomkills" in page
     assert rc == 0, out
+
+
+@pytest.mark.asyncio
+async def test_webhook_role_in_cluster_self_signed_certificate(kmock, tmp_path):
+    """Without --dev and with the default cert mode, the webhook role creates its CA + serving
+    certificate in the Secret, writes the files and serves with them."""
+    kmock.resources["v1/secrets"] = {}
+    kmock.resources[MUTATING] = {}
+    kmock.resources[VALIDATING] = {}
+    cert_dir = tmp_path / "certs"
+    port = _free_port()
+    env = {**os.environ, "KUBECONFIG": kubeconfig(tmp_path, str(kmock.url).rstrip("/")),
+           "PYTHONUNBUFFERED": "1", "VLLM_SIZER_CERT_DIR": str(cert_dir),
+           "VLLM_SIZER_OPERATOR_NAMESPACE": "vllm-sizer"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "vllm_sizer.cli.main", "run", "--role", "webhook",
+        "--bind", "127.0.0.1", "--port", str(port), "--metrics-port", "-1", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    status = None
+    try:
+        secret = None
+        for _ in range(200):
+            secret = live(kmock, "/v1/secrets", "vllm-sizer-webhook-tls")
+            if secret is not None and (cert_dir / "tls.crt").exists():
+                break
+            await asyncio.sleep(0.05)
+        assert secret is not None, await _drain(proc)
+        ca = base64.b64decode(dict(secret)["data"]["ca.crt"]).decode()
+        ctx = ssl.create_default_context(cadata=ca)
+        ctx.check_hostname = False  # the certificate names the Service, not 127.0.0.1
+        async with aiohttp.ClientSession() as s:
+            for _ in range(100):
+                try:
+                    async with s.get(f"https://127.0.0.1:{port}/healthz", ssl=ctx) as resp:
+                        status = resp.status
+                        break
+                except aiohttp.ClientError:
+                    await asyncio.sleep(0.05)
+    finally:
+        out = await _drain(proc)
+        rc = await asyncio.wait_for(proc.wait(), 30)
+    assert status == 200, out
+    assert rc == 0, out
