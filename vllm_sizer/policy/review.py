@@ -222,7 +222,9 @@ def _pin_env(pb: _PatchBuilder, container_path: str, value: str) -> None:
     number), or add one."""
     env = pb.get(container_path + "/env")
     if isinstance(env, list):
-        for i, item in enumerate(env):
+        # the kubelet uses the last entry of a repeated name
+        for i in reversed(range(len(env))):
+            item = env[i]
             if isinstance(item, dict) and item.get("name") == KV_ENV:
                 if "valueFrom" in item:
                     return  # set from elsewhere: leave it, the reader reported it

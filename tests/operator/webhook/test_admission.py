@@ -283,9 +283,8 @@ def test_unknown_verdict_keeps_the_annotations_of_the_containers_that_were_sized
     assert "patch" not in answer_for(MUTATE, "u", _decision("deny", OPS, "no"))["response"]
 
 
-@pytest.mark.xfail(reason="policy/review.py: with a duplicated VLLM_CPU_KVCACHE_SPACE (the kubelet uses the "
-                          "last, unreadable one) the KV pin is announced but no env op is emitted, so every "
-                          "review is 'mutate' again and rewrites the decision annotation", strict=False)
+# Regression: a duplicated VLLM_CPU_KVCACHE_SPACE (the kubelet uses the last entry) is pinned
+# on that last entry, so a second review changes nothing.
 def test_duplicate_kv_env_mutation_is_idempotent():
     obj = lora_deployment("8Gi")
     c = obj["spec"]["template"]["spec"]["containers"][0]
