@@ -182,7 +182,8 @@ def render_text(results: list[ObjectDecision]) -> str:
             lines.append(f"  {d.workload.container:<20}{d.verdict:<9}{est:>10}"
                          f"{gi(d.limit_before):>10}{after:>10}  {d.workload.model or '?'}")
         if r.verdict == "deny":
-            lines.append(f"  Error from server (Forbidden): admission webhook denied the request: {r.message}")
+            lines.append(f"  Error from server (Forbidden): error when creating: admission webhook "
+                         f"\"validate.vllm-sizer.io\" denied the request: {r.message}")
         for w in r.warnings:
             lines.append(f"  Warning: {w}")
     return "\n".join(lines)

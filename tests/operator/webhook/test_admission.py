@@ -59,7 +59,7 @@ def test_response_shapes():
     assert json.loads(base64.b64decode(r["patch"])) == ops
     assert r["warnings"] == ["w1", "w2"]
     d = review_response("u", False, code=403, message="no", patch=ops)["response"]
-    assert d == {"uid": "u", "allowed": False, "status": {"code": 403, "message": "no"}}
+    assert d == {"uid": "u", "allowed": False, "status": {"code": 403, "reason": "Forbidden", "message": "no"}}
     many = review_response("u", warnings=[f"w{i}" for i in range(100)])["response"]["warnings"]
     assert len(many) == 40 and many[-1] == "... and 61 more warnings"
 
@@ -90,7 +90,7 @@ def test_route_matrix(verdict, route, allowed, patched, warned):
     assert ("patch" in r) is patched
     assert ("warnings" in r) is warned
     if not allowed:
-        assert r["status"] == {"code": 403, "message": "denied because"}
+        assert r["status"] == {"code": 403, "reason": "Forbidden", "message": "denied because"}
 
 
 def run(coro):

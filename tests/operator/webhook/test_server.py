@@ -125,7 +125,7 @@ async def test_enforce_annotation_is_denied_403_with_the_exact_message(start_web
     assert expected.verdict == "deny"
     v = await hook.post(VALIDATE_PATH, review(obj))
     assert v["allowed"] is False
-    assert v["status"] == {"code": 403, "message": expected.message}
+    assert v["status"] == {"code": 403, "reason": "Forbidden", "message": expected.message}
     assert v["status"]["message"].startswith(
         "vllm-sizer: Deployment llm/qwen3-lora-cpu-strict container vllm: memory limit 12.0Gi is below")
     assert "patch" not in v

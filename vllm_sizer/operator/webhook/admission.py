@@ -155,6 +155,10 @@ def review_response(uid: str, allowed: bool = True, *, patch: list[dict[str, Any
         status: dict[str, Any] = {}
         if code is not None:
             status["code"] = code
+            # kubectl prints "Error from server (Forbidden)" only when the reason is set
+            reason = _STATUS_REASONS.get(code)
+            if reason:
+                status["reason"] = reason
         if message:
             status["message"] = message
         if status:
@@ -167,6 +171,9 @@ def review_response(uid: str, allowed: bool = True, *, patch: list[dict[str, Any
 
 def allow(uid: str, warnings: Iterable[str] | None = None) -> dict[str, Any]:
     return review_response(uid, True, warnings=warnings)
+
+
+_STATUS_REASONS = {400: "BadRequest", 403: "Forbidden", 500: "InternalError"}
 
 
 def deny(uid: str, message: str, code: int = 403, warnings: Iterable[str] | None = None) -> dict[str, Any]:
