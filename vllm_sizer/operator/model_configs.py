@@ -238,11 +238,13 @@ class ClusterModelConfigs:
     VLLM_SIZER_MODEL_CONFIGS_NAMESPACE where that matters.
 
     - `get(model)`: memory only (the last listing and the Hub cache); never does I/O.
-    - `await load(model)`: lists the ConfigMaps again when the listing is older than
-      `model_configs_ttl_seconds` (one listing in flight at a time, bounded by
-      `lookup_timeout_seconds`; a failed listing keeps the previous one and is retried after
-      the TTL), then returns the config, fetching it from the Hub when enabled
-      (`hub_timeout_seconds`). None on a miss, a timeout or an error.
+    - `await load(model)`: a model found in the cached listing is returned at once (when the
+      listing is older than `model_configs_ttl_seconds`, a new one is started in the
+      background); a model not found waits for a new listing when the cached one is older
+      than the TTL (one listing in flight at a time, bounded by `lookup_timeout_seconds`; a
+      failed listing keeps the previous one and is retried after the TTL), then is fetched
+      from the Hub when enabled (`hub_timeout_seconds`). None on a miss, a timeout or an
+      error. So a ConfigMap change is seen within one TTL (plus one listing).
 
     The listing runs the synchronous kubernetes client in a worker thread.
     """
@@ -278,6 +280,11 @@ class ClusterModelConfigs:
     async def load(self, model: str) -> dict[str, Any] | None:
         if not isinstance(model, str) or not model.strip():
             return None
+        cfg = self.get(model) if self._loaded_at is not None else None
+        if cfg is not None:
+            if not self.fresh:  # stale hit: answer now, refresh in the background
+                self._start_refresh()
+            return cfg
         await self.refresh()
         cfg = self.get(model)
         if cfg is None and self.hub is not None:
@@ -298,12 +305,15 @@ class ClusterModelConfigs:
         """List the ConfigMaps when the cache is stale (or `force`). Never raises."""
         if self.fresh and not force:
             return
-        if self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
         try:
-            await asyncio.shield(self._refreshing)
+            await asyncio.shield(self._start_refresh())
         except Exception:  # noqa: BLE001 - logged in _refresh
             pass
+
+    def _start_refresh(self) -> asyncio.Future:
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
+        return self._refreshing
 
     async def _refresh(self) -> None:
         self.listings += 1

@@ -218,3 +218,25 @@ async def test_cluster_lookup_falls_back_to_the_hub_when_enabled(kmock, api, hub
         assert len(seen) == 1
     finally:
         await on.close()
+
+
+@pytest.mark.asyncio
+async def test_stale_hit_answers_at_once_and_refreshes_in_the_background(kmock, api):
+    clock = Clock()
+    put(kmock, "v1/configmaps", configmap("models", {"acme--support-3b": json.dumps(CONFIG)}))
+    lookup = lookup_for(kmock, OperatorSettings(lookup_timeout_seconds=2), clock)
+    assert await lookup.load("acme/support-3b") == CONFIG
+
+    async def slow(request):
+        await asyncio.sleep(0.5)
+        return {"items": [configmap("models", {"acme--support-3b": json.dumps({**CONFIG, "v": 2})})]}
+
+    kmock["get /api/v1/configmaps"] << slow
+    clock.t += 31
+    t0 = time.monotonic()
+    assert await lookup.load("acme/support-3b") == CONFIG  # the cached one, now
+    assert time.monotonic() - t0 < 0.3
+    await asyncio.sleep(0)
+    assert lookup.listings == 2, "a refresh was started"
+    await asyncio.sleep(0.8)
+    assert (await lookup.load("acme/support-3b"))["v"] == 2
