@@ -96,6 +96,11 @@ def main(args: argparse.Namespace) -> int:
         return asyncio.run(run(args, settings))
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - one clear line (the traceback with -v)
+        if args.verbose:
+            log.exception("vllm-sizer run failed")
+        print(f"vllm-sizer run: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
 
 def _logging(args: argparse.Namespace) -> None:
