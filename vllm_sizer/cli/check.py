@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from ..policy.limit_ranges import container_memory_max
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
 from ..workloads.model import ReadContext
@@ -75,7 +76,6 @@ def build_context(docs: list[dict[str, Any]]) -> tuple[ReadContext, dict[str | N
     """Context objects the cluster would use: runtimes, model-config ConfigMaps, LimitRanges."""
     ctx = ReadContext()
     configs: dict[str, dict[str, Any]] = {}
-    limit_max: dict[str | None, int] = {}
     for d in docs:
         kind = d.get("kind")
         meta = d.get("metadata") or {}
@@ -89,18 +89,10 @@ def build_context(docs: list[dict[str, Any]]) -> tuple[ReadContext, dict[str | N
                     configs[str(key).lower()] = json.loads(value)
                 except (TypeError, ValueError):
                     continue
-        elif kind == "LimitRange":
-            from ..workloads.quantity import parse_quantity
-            for lim in (d.get("spec") or {}).get("limits") or []:
-                mem = ((lim or {}).get("max") or {}).get("memory")
-                if lim.get("type") == "Container" and mem is not None:
-                    try:
-                        limit_max[meta.get("namespace")] = parse_quantity(mem)
-                    except ValueError:
-                        pass
     if configs:
         ctx.model_resolver = lambda model: configs.get(model.lower()) or configs.get(
             model.lower().replace("/", "--"))
+    limit_max = container_memory_max(d for d in docs if d.get("kind") == "LimitRange")
     return ctx, limit_max
 
 

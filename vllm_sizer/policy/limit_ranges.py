@@ -1,0 +1,31 @@
+"""LimitRange objects → the largest memory limit a container may have, per namespace.
+Pure: `check` feeds it documents from its input, the webhook role objects listed from the API."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..workloads.quantity import parse_quantity
+
+
+def container_memory_max(limit_ranges: Iterable[Any]) -> dict[str | None, int]:
+    """{namespace: the smallest `max.memory` of any Container (or Pod) limit} — the tightest
+    ceiling LimitRanger would enforce. Unreadable entries are skipped."""
+    out: dict[str | None, int] = {}
+    for lr in limit_ranges:
+        if not isinstance(lr, dict):
+            continue
+        ns = (lr.get("metadata") or {}).get("namespace") if isinstance(lr.get("metadata"), dict) else None
+        spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
+        for item in spec.get("limits") or []:
+            if not isinstance(item, dict) or item.get("type") not in ("Container", "Pod"):
+                continue
+            raw = (item.get("max") or {}).get("memory") if isinstance(item.get("max"), dict) else None
+            if raw is None:
+                continue
+            try:
+                value = parse_quantity(raw)
+            except ValueError:
+                continue
+            out[ns] = min(value, out.get(ns, value))
+    return out
