@@ -228,31 +228,37 @@ async def _metrics_server(settings: OperatorSettings, liveness: str | None) -> A
     return runner.cleanup
 
 
-async def _controller(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
-                      lookup: Any, stop: asyncio.Event, liveness: str | None) -> None:
-    import kopf
-
-    from ..operator.controller import KubeApi, OomWatcher, Sizer, register
-
-    from kopf._core.intents.registries import SmartOperatorRegistry
-
-    api = KubeApi(factory)
-    # Kopf's default registry class: it carries the kubeconfig / in-cluster login handlers (a
-    # plain OperatorRegistry has none); kopf does not re-export it, hence the private import.
-    registry = SmartOperatorRegistry()
-    register(registry, Sizer(api, settings, lookup), OomWatcher(api, settings))
+def kopf_operator_kwargs(args: argparse.Namespace, settings: OperatorSettings,
+                         liveness: str | None) -> dict[str, Any]:
+    """Arguments for `kopf.operator` (besides registry and stop flag): standalone unless
+    `--priority` asks for peering; the served namespaces, or cluster-wide."""
     peering = args.priority is not None
-    kwargs: dict[str, Any] = dict(
-        registry=registry, standalone=not peering, stop_flag=stop,
-        liveness_endpoint=liveness or None)
+    kwargs: dict[str, Any] = dict(standalone=not peering, liveness_endpoint=liveness or None)
     if peering:
         kwargs.update(priority=args.priority, peering_name=args.peering_name)
     if settings.namespaces:
         kwargs["namespaces"] = list(settings.namespaces)
     else:
         kwargs["clusterwide"] = True
-    log.info("controller starting (%s)", f"peering priority {args.priority}" if peering else "standalone")
-    await kopf.operator(**kwargs)
+    return kwargs
+
+
+async def _controller(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
+                      lookup: Any, stop: asyncio.Event, liveness: str | None) -> None:
+    import kopf
+    from kopf._core.intents.registries import SmartOperatorRegistry
+
+    from ..operator.controller import KubeApi, OomWatcher, Sizer, register
+
+    api = KubeApi(factory)
+    # Kopf's default registry class: it carries the kubeconfig / in-cluster login handlers (a
+    # plain OperatorRegistry has none); kopf does not re-export it, hence the private import.
+    registry = SmartOperatorRegistry()
+    register(registry, Sizer(api, settings, lookup), OomWatcher(api, settings))
+    kwargs = kopf_operator_kwargs(args, settings, liveness)
+    log.info("controller starting (%s)", "standalone" if kwargs["standalone"]
+             else f"peering {args.peering_name!r}, priority {args.priority}")
+    await kopf.operator(registry=registry, stop_flag=stop, **kwargs)
 
 
 # ------------------------------------------------------------------- in-cluster certificates

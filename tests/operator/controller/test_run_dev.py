@@ -230,3 +230,25 @@ async def test_webhook_role_in_cluster_self_signed_certificate(kmock, tmp_path):
         rc = await asyncio.wait_for(proc.wait(), 30)
     assert status == 200, out
     assert rc == 0, out
+
+
+def test_kopf_operator_arguments_and_no_kopf_in_the_webhook_role():
+    import subprocess
+
+    from vllm_sizer.cli.main import build_parser
+    from vllm_sizer.cli.run import kopf_operator_kwargs
+    from vllm_sizer.operator.settings import OperatorSettings
+
+    args = build_parser().parse_args(["run", "--role", "controller"])
+    kw = kopf_operator_kwargs(args, OperatorSettings(), "http://0.0.0.0:8081/healthz")
+    assert kw == {"standalone": True, "clusterwide": True,
+                  "liveness_endpoint": "http://0.0.0.0:8081/healthz"}
+    args = build_parser().parse_args(["run", "--role", "controller", "--priority", "100"])
+    kw = kopf_operator_kwargs(args, OperatorSettings(namespaces=["a", "b"]), None)
+    assert kw == {"standalone": False, "priority": 100, "peering_name": "vllm-sizer",
+                  "namespaces": ["a", "b"], "liveness_endpoint": None}
+
+    # The admission path never imports Kopf (nothing on it may depend on Kopf or its indexes).
+    code = ("import sys, vllm_sizer.cli.main, vllm_sizer.cli.run, vllm_sizer.operator.webhook.server;"
+            "sys.exit(1 if 'kopf' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
