@@ -2,7 +2,8 @@
 
 Roles (`--role`, default `all`):
 - `webhook`: the admission server only (TLS on settings.webhook_port, metrics and /healthz on
-  settings.metrics_port). No Kopf: nothing on the admission path depends on Kopf, its indexes or
+  settings.metrics_port), with model configs from ConfigMaps (ClusterModelConfigs) and the
+  namespaces' LimitRange ceilings (ClusterLimitRanges, refreshed in the background). No Kopf: nothing on the admission path depends on Kopf, its indexes or
   peering. Stateless: run several replicas behind the Service.
 - `controller`: the Kopf operator (watchers sizing existing objects, the OOM evidence pod watch),
   `standalone` by default (one replica, Recreate strategy); `--priority N` turns on Kopf peering
@@ -160,7 +161,12 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
         if args.role in ("webhook", "all"):
             from ..operator.webhook.server import start_webhook_server
 
-            runner = await start_webhook_server(settings, lookup)
+            from ..operator.model_configs import ClusterLimitRanges
+
+            limit_ranges = ClusterLimitRanges(factory, settings)
+            await limit_ranges.start()
+            cleanups.append(limit_ranges.stop)
+            runner = await start_webhook_server(settings, lookup, limit_ranges)
             cleanups.append(runner.cleanup)
             if args.dev:
                 await _dev_register(args, settings, factory, cleanups, runner)

@@ -349,3 +349,92 @@ class ClusterModelConfigs:
     async def close(self) -> None:
         if self.hub is not None:
             await self.hub.close()
+
+
+# ------------------------------------------------------------------------ LimitRange ceilings
+def limit_range_maxima(items: list[dict[str, Any]]) -> dict[str, int]:
+    """{namespace: smallest `max.memory` of a `type: Container` limit} from LimitRange objects.
+    Unparseable quantities are skipped (the API server validated them anyway)."""
+    from ..workloads.quantity import parse_quantity
+
+    out: dict[str, int] = {}
+    for lr in items:
+        if not isinstance(lr, dict):
+            continue
+        ns = (lr.get("metadata") or {}).get("namespace")
+        for limit in ((lr.get("spec") or {}).get("limits") or []):
+            if not isinstance(limit, dict) or limit.get("type", "Container") != "Container":
+                continue
+            raw = (limit.get("max") or {}).get("memory")
+            if raw is None or not ns:
+                continue
+            try:
+                value = parse_quantity(raw)
+            except (ValueError, TypeError):
+                continue
+            out[ns] = min(value, out.get(ns, value))
+    return out
+
+
+class ClusterLimitRanges:
+    """The webhook's `limit_range_max(namespace) -> bytes | None`: the LimitRange ceiling of a
+    namespace, answered from memory (never I/O on the admission path). `await start()` lists
+    LimitRanges once (bounded by `lookup_timeout_seconds`) and then every
+    `model_configs_ttl_seconds` in the background; a failed listing keeps the previous answer.
+    Only `type: Container` `max.memory` counts (a Pod-type max bounds the sum of containers,
+    which the per-container decision cannot check)."""
+
+    def __init__(self, api_client_factory: ApiClientFactory, settings: OperatorSettings):
+        self.api_client_factory = api_client_factory
+        self.settings = settings
+        self._maxima: dict[str, int] = {}
+        self._task: asyncio.Task | None = None
+        self._api: Any = None
+        self.listings = 0
+
+    def __call__(self, namespace: str) -> int | None:
+        return self._maxima.get(namespace)
+
+    async def refresh(self) -> None:
+        self.listings += 1
+        timeout = self.settings.lookup_timeout_seconds
+        try:
+            items = await asyncio.wait_for(asyncio.to_thread(self._list_sync, timeout), timeout + 1)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("listing LimitRanges failed (%s: %s); keeping the previous ceilings",
+                        type(exc).__name__, exc)
+            return
+        self._maxima = limit_range_maxima(items)
+
+    def _list_sync(self, timeout: float) -> list[dict[str, Any]]:
+        from kubernetes import client
+
+        if self._api is None:
+            self._api = client.CoreV1Api(self.api_client_factory())
+        resp = self._api.list_limit_range_for_all_namespaces(_request_timeout=timeout,
+                                                             _preload_content=False)
+        try:
+            data = json.loads(resp.data)
+        finally:
+            if hasattr(resp, "release_conn"):
+                resp.release_conn()
+        return list(data.get("items") or [])
+
+    async def start(self) -> None:
+        await self.refresh()
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(max(self.settings.model_configs_ttl_seconds, 1.0))
+                await self.refresh()
+
+        self._task = asyncio.get_running_loop().create_task(loop(), name="vllm-sizer-limitranges")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None

@@ -240,3 +240,31 @@ async def test_stale_hit_answers_at_once_and_refreshes_in_the_background(kmock, 
     assert lookup.listings == 2, "a refresh was started"
     await asyncio.sleep(0.8)
     assert (await lookup.load("acme/support-3b"))["v"] == 2
+
+
+@pytest.mark.asyncio
+async def test_limit_range_ceilings(kmock, api):
+    from vllm_sizer.operator.model_configs import ClusterLimitRanges, limit_range_maxima
+
+    kmock.resources["v1/limitranges"] = {}
+    lr = {"apiVersion": "v1", "kind": "LimitRange",
+          "metadata": {"name": "small", "namespace": "team-a"},
+          "spec": {"limits": [{"type": "Container", "max": {"memory": "16Gi"}},
+                              {"type": "Container", "max": {"memory": "24Gi"}},
+                              {"type": "Pod", "max": {"memory": "1Gi"}}]}}
+    put(kmock, "v1/limitranges", lr)
+    from vllm_sizer.operator.controller import api_client_for
+
+    client = api_client_for(str(kmock.url).rstrip("/"))
+    ranges = ClusterLimitRanges(lambda: client, OperatorSettings(model_configs_ttl_seconds=0.2))
+    await ranges.start()
+    try:
+        assert ranges("team-a") == 16 * 1024**3
+        assert ranges("other") is None
+        put(kmock, "v1/limitranges", {**lr, "metadata": {"name": "x", "namespace": "team-b"}})
+        await asyncio.sleep(1.3)
+        assert ranges("team-b") == 16 * 1024**3, "refreshed in the background"
+    finally:
+        await ranges.stop()
+    assert limit_range_maxima([{"metadata": {"namespace": "n"},
+                                "spec": {"limits": [{"max": {"memory": "bogus"}}]}}]) == {}
