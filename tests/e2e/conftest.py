@@ -139,7 +139,21 @@ def model_configmap(kube: Any, namespace: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def dev(kube: Any, namespace: str, model_configmap: str, tmp_path_factory) -> Iterator[DevProcess]:
+def limit_range(kube: Any, namespace: str) -> int:
+    """examples/12's LimitRange (Container max 16Gi), created before the server starts."""
+    import yaml
+    from kubernetes import client
+
+    doc = next(d for d in yaml.safe_load_all((EXAMPLES / "12-limitrange-too-small.yaml").read_text())
+               if d and d["kind"] == "LimitRange")
+    doc["metadata"]["namespace"] = namespace
+    client.CoreV1Api(kube).create_namespaced_limit_range(namespace, doc)
+    return 16 * 1024**3
+
+
+@pytest.fixture(scope="session")
+def dev(kube: Any, namespace: str, model_configmap: str, limit_range: int,
+        tmp_path_factory) -> Iterator[DevProcess]:
     proc = DevProcess(namespace, tmp_path_factory.mktemp("dev") / "run.log").start()
     try:
         proc.wait_registered(kube)

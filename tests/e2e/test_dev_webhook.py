@@ -55,12 +55,12 @@ def create(kube: Any, obj: dict[str, Any], dry_run: bool = False) -> dict[str, A
     return json.loads(resp.data)
 
 
-def expected_denial(obj: dict[str, Any]) -> str:
+def expected_denial(obj: dict[str, Any], limit_range_max: int | None = None) -> str:
     from vllm_sizer.operator.settings import OperatorSettings
     from vllm_sizer.operator.webhook.configurations import VALIDATING_WEBHOOK_NAME
     from vllm_sizer.policy.review import review_object
 
-    decision = review_object(obj, None, OperatorSettings.from_env().policy())
+    decision = review_object(obj, None, OperatorSettings.from_env().policy(limit_range_max))
     assert decision.verdict == "deny"
     return f'admission webhook "{VALIDATING_WEBHOOK_NAME}" denied the request: {decision.message}'
 
@@ -107,6 +107,20 @@ def test_enforce_denies_with_the_exact_message(kube, namespace, dev):
         assert status["message"] == expected_denial(obj)
     with pytest.raises(ApiException):
         apps(kube).read_namespaced_deployment(obj["metadata"]["name"], namespace)
+
+
+def test_limitrange_ceiling_denies_with_the_exact_message(kube, namespace, dev, limit_range):
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+
+    obj = example("12-limitrange-too-small", namespace)
+    with pytest.raises(ApiException) as exc:
+        create(kube, obj)
+    assert exc.value.status == 403
+    message = json.loads(exc.value.body)["message"]
+    assert message == expected_denial(obj, limit_range)
+    assert "LimitRange max 16.0Gi" in message
 
 
 def test_non_vllm_deployment_is_untouched(kube, namespace, dev):
