@@ -20,6 +20,7 @@ import time
 from typing import Any, Callable, Protocol
 
 from ..estimator import catalog
+from ..policy.limit_ranges import container_memory_max
 from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
 
 
@@ -352,28 +353,8 @@ class ClusterModelConfigs:
 
 
 # ------------------------------------------------------------------------ LimitRange ceilings
-def limit_range_maxima(items: list[dict[str, Any]]) -> dict[str, int]:
-    """{namespace: smallest `max.memory` of a `type: Container` limit} from LimitRange objects.
-    Unparseable quantities are skipped (the API server validated them anyway)."""
-    from ..workloads.quantity import parse_quantity
-
-    out: dict[str, int] = {}
-    for lr in items:
-        if not isinstance(lr, dict):
-            continue
-        ns = (lr.get("metadata") or {}).get("namespace")
-        for limit in ((lr.get("spec") or {}).get("limits") or []):
-            if not isinstance(limit, dict) or limit.get("type", "Container") != "Container":
-                continue
-            raw = (limit.get("max") or {}).get("memory")
-            if raw is None or not ns:
-                continue
-            try:
-                value = parse_quantity(raw)
-            except (ValueError, TypeError):
-                continue
-            out[ns] = min(value, out.get(ns, value))
-    return out
+# The pure part lives with the policy, shared with `vllm-sizer check`.
+limit_range_maxima = container_memory_max
 
 
 class ClusterLimitRanges:

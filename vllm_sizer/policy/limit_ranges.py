@@ -8,20 +8,21 @@ from typing import Any, Iterable
 from ..workloads.quantity import parse_quantity
 
 
-def container_memory_max(limit_ranges: Iterable[Any]) -> dict[str | None, int]:
-    """{namespace: the smallest `max.memory` of any Container (or Pod) limit} — the tightest
-    ceiling LimitRanger would enforce. Unreadable entries are skipped."""
-    out: dict[str | None, int] = {}
+def container_memory_max(limit_ranges: Iterable[Any]) -> dict[str, int]:
+    """{namespace: the smallest `max.memory` of a `type: Container` limit} — the ceiling
+    LimitRanger enforces per container (a Pod-type max bounds the sum of containers, which a
+    per-container decision cannot check). Unreadable entries are skipped."""
+    out: dict[str, int] = {}
     for lr in limit_ranges:
         if not isinstance(lr, dict):
             continue
         ns = (lr.get("metadata") or {}).get("namespace") if isinstance(lr.get("metadata"), dict) else None
         spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
         for item in spec.get("limits") or []:
-            if not isinstance(item, dict) or item.get("type") not in ("Container", "Pod"):
+            if not isinstance(item, dict) or item.get("type", "Container") != "Container":
                 continue
             raw = (item.get("max") or {}).get("memory") if isinstance(item.get("max"), dict) else None
-            if raw is None:
+            if raw is None or not ns:
                 continue
             try:
                 value = parse_quantity(raw)
