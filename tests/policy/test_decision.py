@@ -181,3 +181,16 @@ def test_ceiling_hint_fits_after_headroom():
     total = build_report(ModelGeometry.from_hf_config(QWEN3_0_6B), fixed).total_memory_bytes
     assert PolicySettings().needed_limit(total) <= 16 * GiB
     assert f"--max-num-batched-tokens {d.fitting_tokens}" in r.message
+
+
+def test_sized_label_on_create_or_mutation_only():
+    label = "/spec/template/metadata/labels/vllm-sizer.io~1sized"
+    fits = deployment(limit="64Gi")
+    assert not any(op["path"] == label for op in review(fits).patch)  # running template: untouched
+    created = review_object(fits, None, PolicySettings(), read=stub_reader(LORA), label_pods=True)
+    assert any(op["path"] == label for op in created.patch)
+    mutated = review(deployment(limit="8Gi"))
+    out = jsonpatch.apply_patch(deployment(limit="8Gi"), mutated.patch)
+    assert out["spec"]["template"]["metadata"]["labels"] == {"vllm-sizer.io/sized": "true"}
+    again = review_object(out, None, PolicySettings(), read=stub_reader(LORA), label_pods=True)
+    assert again.patch == []

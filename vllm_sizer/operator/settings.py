@@ -9,6 +9,7 @@ from typing import Literal, Mapping
 from pydantic import BaseModel, Field, field_validator
 
 from ..policy.settings import Mode, PolicySettings, parse_headroom
+from ..workloads.model import SIZED_LABEL  # noqa: F401 - part of the operator's names
 from ..workloads.quantity import parse_quantity
 
 # ---- names shared by the server, the controller, the chart and manifests/ -----------------
@@ -23,7 +24,6 @@ VALIDATE_PATH = "/validate"
 MUTATING_CONFIG_NAME = "vllm-sizer-mutating"
 VALIDATING_CONFIG_NAME = "vllm-sizer-validating"
 CERT_SECRET_NAME = "vllm-sizer-webhook-tls"
-SIZED_LABEL = "vllm-sizer.io/sized"  # stable label on sized pod templates (OOM watch selector)
 MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
 LAST_OOM_ANNOTATION = "vllm-sizer.io/last-oom"
 

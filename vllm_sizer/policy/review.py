@@ -14,7 +14,7 @@ from ..estimator import EstimatorError, ModelGeometry, build_report
 from ..estimator.catalog import cached_geometry
 from ..estimator.units import GiB
 from ..workloads.model import (ANNOTATION_HEADROOM, ANNOTATION_MODE, ANNOTATION_SKIP,
-                               ReadContext, Workload)
+                               SIZED_LABEL, ReadContext, Workload)
 from ..estimator.units import to_quantity as format_quantity
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
@@ -28,6 +28,20 @@ A_DECISION = PREFIX + "decision"
 A_VERSION = PREFIX + "estimator-version"
 OUR_ANNOTATIONS = (A_ESTIMATE, A_BREAKDOWN, A_NOTES, A_DECISION, A_VERSION)
 _RANK = {"deny": 4, "mutate": 3, "unknown": 2, "allow": 1, "skip": 0}
+# JSON pointers of the pod-template label maps, per kind (KServe copies spec.predictor.labels
+# onto the predictor's pods).
+TEMPLATE_LABELS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("/spec/template/metadata/labels",),
+    "StatefulSet": ("/spec/template/metadata/labels",),
+    "ReplicaSet": ("/spec/template/metadata/labels",),
+    "DaemonSet": ("/spec/template/metadata/labels",),
+    "Job": ("/spec/template/metadata/labels",),
+    "CronJob": ("/spec/jobTemplate/spec/template/metadata/labels",),
+    "Pod": ("/metadata/labels",),
+    "LeaderWorkerSet": ("/spec/leaderWorkerTemplate/leaderTemplate/metadata/labels",
+                        "/spec/leaderWorkerTemplate/workerTemplate/metadata/labels"),
+    "InferenceService": ("/spec/predictor/labels",),
+}
 
 
 @dataclass
@@ -166,9 +180,13 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
 
 def review_object(obj: Any, context: ReadContext | None = None,
                   policy: PolicySettings | None = None,
-                  read: Callable[..., list[Workload]] | None = None) -> ObjectDecision:
+                  read: Callable[..., list[Workload]] | None = None,
+                  label_pods: bool = False) -> ObjectDecision:
     """Decide one object. Never raises for bad input: a non-vLLM or unreadable object gets
-    verdict "allow" with no containers and no patch."""
+    verdict "allow" with no containers and no patch. `label_pods` (a CREATE) puts the
+    vllm-sizer.io/sized label on the pod templates of a sized object; a mutation does so
+    anyway, since it changes the template. An existing template is never labelled alone:
+    that would roll every pod."""
     policy = policy or PolicySettings()
     if read is None:
         from ..workloads.reader import read_workloads as read
@@ -197,11 +215,12 @@ def review_object(obj: Any, context: ReadContext | None = None,
     for d in result.containers:
         result.warnings.extend(d.warnings)
     if result.verdict != "deny":
-        result.patch, result.annotations = _patch(obj, result)
+        result.patch, result.annotations = _patch(obj, result, label_pods)
     return result
 
 
-def _patch(obj: dict[str, Any], result: ObjectDecision) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def _patch(obj: dict[str, Any], result: ObjectDecision,
+           label_pods: bool = False) -> tuple[list[dict[str, Any]], dict[str, str]]:
     pb = _PatchBuilder(obj)
     for d in result.containers:
         w = d.workload
@@ -211,10 +230,33 @@ def _patch(obj: dict[str, Any], result: ObjectDecision) -> tuple[list[dict[str, 
             pb.set(w.resources_path + "/requests/memory", format_quantity(d.request_after))
         if d.pin_kv_gib is not None:
             _pin_env(pb, w.container_path, f"{d.pin_kv_gib:g}")
+    sized = any(d.report is not None for d in result.containers)
+    if sized and (label_pods or result.verdict == "mutate"):
+        _label_templates(pb, obj)
     annotations = _annotations(obj, result)
     for key, value in annotations.items():
         pb.set("/metadata/annotations/" + _escape(key), value)
     return pb.ops, annotations
+
+
+def _label_templates(pb: _PatchBuilder, obj: dict[str, Any]) -> None:
+    for pointer in TEMPLATE_LABELS.get(str(obj.get("kind")), ()):
+        parent = pointer.rsplit("/metadata/labels", 1)[0] if pointer.endswith("/metadata/labels") \
+            else pointer.rsplit("/", 1)[0]
+        if parent and not isinstance(pb.get(parent), dict):
+            continue  # no such template (e.g. a LeaderWorkerSet without a leader template)
+        pb.set(pointer + "/" + _escape(SIZED_LABEL), "true")
+
+
+def sized_label_patch(obj: Any) -> list[dict[str, Any]]:
+    """JSON Patch ops that put vllm-sizer.io/sized=true on the pod templates of `obj` ([] when
+    they carry it already or the kind has no template). Only for a template that changes
+    anyway: labelling a running template rolls its pods."""
+    if not isinstance(obj, dict):
+        return []
+    pb = _PatchBuilder(obj)
+    _label_templates(pb, obj)
+    return pb.ops
 
 
 def _pin_env(pb: _PatchBuilder, container_path: str, value: str) -> None:

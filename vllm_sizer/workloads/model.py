@@ -15,6 +15,8 @@ ANNOTATION_VLLM_CONFIG = "vllm-sizer.io/vllm-config"  # contents of a --config Y
 ANNOTATION_MODE = "vllm-sizer.io/mode"
 ANNOTATION_HEADROOM = "vllm-sizer.io/headroom"
 ANNOTATION_SKIP = "vllm-sizer.io/skip"
+# Stable label on the pod templates of sized workloads: the OOM watch selects pods by it.
+SIZED_LABEL = "vllm-sizer.io/sized"
 
 ModelConfigSource = Literal["annotation", "catalog", "resolver", "none"]
 

@@ -228,7 +228,8 @@ def test_fuzz_reviews(obj, operation, route):
         if isinstance(before, int) and isinstance(after, int):
             assert after >= before  # never lowered
     # idempotent: reviewing the mutated object changes nothing more
-    status2, out2, _ = run(_ADMISSION.handle(MUTATE, json.dumps(review(mutated)).encode()))
+    again_body = review(mutated, operation, old=mutated if operation == "UPDATE" else None)
+    status2, out2, _ = run(_ADMISSION.handle(MUTATE, json.dumps(again_body).encode()))
     again = decode_patch(json.loads(out2)["response"])
     assert again is None or jsonpatch.apply_patch(mutated, again) == mutated
 

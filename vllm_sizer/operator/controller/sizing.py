@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ...policy import messages
-from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object
+from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object, sized_label_patch
 from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
 from ..model_configs import ModelConfigLookup, NoLookup
 from ..settings import LAST_OOM_ANNOTATION, SERVED_RESOURCES, SIZED_LABEL, OperatorSettings
@@ -57,78 +57,6 @@ INTERMEDIATE_KINDS: dict[str, tuple[str, str, str]] = {
 
 def api_version_of(group: str, version: str) -> str:
     return f"{group}/{version}" if group else version
-
-
-# ------------------------------------------------------------------ the pod-template label
-# JSON pointers of the pod-template label maps, per kind (the object's own root).
-_TEMPLATE_LABELS: dict[str, tuple[str, ...]] = {
-    "Deployment": ("/spec/template/metadata/labels",),
-    "StatefulSet": ("/spec/template/metadata/labels",),
-    "ReplicaSet": ("/spec/template/metadata/labels",),
-    "DaemonSet": ("/spec/template/metadata/labels",),
-    "Job": ("/spec/template/metadata/labels",),
-    "CronJob": ("/spec/jobTemplate/spec/template/metadata/labels",),
-    "Pod": ("/metadata/labels",),
-    "LeaderWorkerSet": ("/spec/leaderWorkerTemplate/leaderTemplate/metadata/labels",
-                        "/spec/leaderWorkerTemplate/workerTemplate/metadata/labels"),
-    # KServe copies spec.predictor.labels onto the predictor's pods.
-    "InferenceService": ("/spec/predictor/labels",),
-}
-
-
-def _unescape(part: str) -> str:
-    return part.replace("~1", "/").replace("~0", "~")
-
-
-def sized_label_patch(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """RFC 6902 operations that put `vllm-sizer.io/sized: "true"` on the pod template(s) of
-    `obj` (creating missing parents with `add`), or [] when it is there already or the kind
-    has no known template. The pods then carry the label, and the OOM watch selects them
-    server-side (`labelSelector=vllm-sizer.io/sized=true`) instead of streaming every pod.
-
-    For the webhook: append these operations to a mutation's JSON Patch ONLY when the object
-    is created or its pod template is being changed anyway (a mutation that raises a limit):
-    adding a label to a running Deployment's template changes its pod-template hash and rolls
-    every pod. The controller never adds it to a running template except when
-    `patch_existing` makes it change the template anyway. Apply the operations after the
-    mutation's own ones (they are computed against `obj`; parents they create do not clash
-    with resources/env paths). For a LeaderWorkerSet the leader template is only labelled when
-    it exists."""
-    ops: list[dict[str, Any]] = []
-    if not isinstance(obj, dict):
-        return ops
-    work = copy.deepcopy(obj)
-    for pointer in _TEMPLATE_LABELS.get(str(obj.get("kind")), ()):
-        parts = pointer.split("/")[1:]
-        if str(obj.get("kind")) == "LeaderWorkerSet" and "leaderTemplate" in parts:
-            lwt = ((work.get("spec") or {}).get("leaderWorkerTemplate") or {})
-            if not isinstance(lwt.get("leaderTemplate"), dict):
-                continue
-        cur: Any = work
-        path = ""
-        ok = True
-        for raw in parts:
-            key = _unescape(raw)
-            path += "/" + raw
-            if not isinstance(cur, dict):
-                ok = False
-                break
-            nxt = cur.get(key)
-            if not isinstance(nxt, dict):
-                if raw == parts[-1]:
-                    ops.append({"op": "add", "path": path, "value": {SIZED_LABEL: "true"}})
-                    cur[key] = {SIZED_LABEL: "true"}
-                    ok = False  # done
-                    break
-                ops.append({"op": "add", "path": path, "value": {}})
-                nxt = cur[key] = {}
-            cur = nxt
-        if ok and isinstance(cur, dict) and cur.get(SIZED_LABEL) != "true":
-            op = "replace" if SIZED_LABEL in cur else "add"
-            ops.append({"op": op, "path": f"{path}/{SIZED_LABEL.replace('~', '~0').replace('/', '~1')}",
-                        "value": "true"})
-            cur[SIZED_LABEL] = "true"
-    return ops
 
 
 # --------------------------------------------------------------------------------- helpers

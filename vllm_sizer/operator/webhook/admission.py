@@ -311,7 +311,8 @@ class Admission:
             for w in workloads:
                 if w.namespace is None:  # CREATE without metadata.namespace: name it in messages
                     w.namespace = ns
-        decision = review_object(obj, self._context, self._policy(ns), read=lambda _o, _c: workloads)
+        decision = review_object(obj, self._context, self._policy(ns), read=lambda _o, _c: workloads,
+                                 label_pods=req.operation == "CREATE")
         if route == VALIDATE:
             self._count_failures(decision, problem)
         return answer_for(route, req.uid, decision, extra), decision.verdict
