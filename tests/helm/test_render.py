@@ -369,7 +369,10 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert controller == workloads | sizing_reads | {
         ("", "events", "create", ()), ("", "events", "patch", ()),
         ("events.k8s.io", "events", "create", ()), ("events.k8s.io", "events", "patch", ()),
-        ("", "pods", "list", ()), ("", "pods", "watch", ()), ("apps", "replicasets", "get", ())}
+        ("", "pods", "list", ()), ("", "pods", "watch", ()), ("apps", "replicasets", "get", ()),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "list", ()),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "watch", ()),
+        ("", "namespaces", "list", ()), ("", "namespaces", "watch", ())}
     # No wildcard, no escalation verbs, no secrets cluster-wide.
     for role in by_kind(objs, "ClusterRole") + by_kind(objs, "Role"):
         for g, r, v, _n in _grants(role):
