@@ -161,15 +161,25 @@ def main(argv=None) -> int:
     ap.add_argument("csv", nargs="?", default=os.path.join(here, "measurements.csv"))
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--compact", action="store_true", help="README columns only")
+    ap.add_argument("--update-readme", metavar="README",
+                    help="replace the table between the results markers in README")
     args = ap.parse_args(argv)
     table = summarize(read_rows(args.csv))
-    if args.compact:
+    if args.compact or args.update_readme:
         keep = ["run_id", "model", "L", "T", "S", "prompts", "lora", "R", "alloc",
                 "outcome", "peak_MiB", "phase", "diff_MiB", "formula_MiB", "ratio",
                 "lmhead_formula_MiB",
                 "req_incr_MiB", "incr_diff_MiB", "incr_ratio", "resident_diff_MiB",
                 "wall_s"]
         table = [{k: r[k] for k in keep} for r in table]
+    if args.update_readme:
+        text = open(args.update_readme).read()
+        a, b = "<!-- results:start -->", "<!-- results:end -->"
+        i, j = text.index(a) + len(a), text.index(b)
+        text = text[:i] + "\n" + render(table, True) + "\n" + text[j:]
+        with open(args.update_readme, "w") as f:
+            f.write(text)
+        return 0
     print(render(table, args.markdown))
     return 0
 
