@@ -113,8 +113,9 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
             if off is not None and peak:
                 diff = peak - int(off["peak_bytes"])
                 d["diff_MiB"] = round(diff / MIB)
-                if f:
-                    d["ratio"] = f"{diff / f:.2f}"
+                m = max(f or 0, lg or 0)  # the two terms peak at different times
+                if m:
+                    d["ratio"] = f"{diff / m:.2f}"
                 rq, rq_off = _i(r.get("peak_request_bytes", "")), _i(off.get("peak_request_bytes", ""))
                 if rq and rq_off:
                     d["req_diff_MiB"] = round((rq - rq_off) / MIB)
@@ -125,11 +126,12 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
             if lora and r["outcome"] == "ok":
                 off = offs.get(twin_key(r))
                 inc_off = request_increment(off) if off is not None else None
-                f = _i(r.get("formula_scratch_bytes", ""))
+                m = max(_i(r.get("formula_scratch_bytes", "")) or 0,
+                        _i(r.get("formula_logits_bytes", "")) or 0)
                 if inc_off is not None:
                     d["incr_diff_MiB"] = round((inc - inc_off) / MIB)
-                    if f:
-                        d["incr_ratio"] = f"{(inc - inc_off) / f:.2f}"
+                    if m:
+                        d["incr_ratio"] = f"{(inc - inc_off) / m:.2f}"
         d["resident_diff_MiB"] = ""
         if lora and r["outcome"] == "ok":
             off = offs.get(twin_key(r))
