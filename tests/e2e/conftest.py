@@ -140,15 +140,18 @@ def model_configmap(kube: Any, namespace: str) -> str:
 
 @pytest.fixture(scope="session")
 def limit_range(kube: Any, namespace: str) -> int:
-    """examples/12's LimitRange (Container max 16Gi), created before the server starts."""
+    """examples/12's LimitRange, created before the server starts, with its max raised to 28Gi:
+    the session shares one namespace, and examples/01 (26.5Gi needed) must still fit while
+    examples/12 (31.5Gi needed) must not."""
     import yaml
     from kubernetes import client
 
     doc = next(d for d in yaml.safe_load_all((EXAMPLES / "12-limitrange-too-small.yaml").read_text())
                if d and d["kind"] == "LimitRange")
     doc["metadata"]["namespace"] = namespace
+    doc["spec"]["limits"][0]["max"]["memory"] = "28Gi"
     client.CoreV1Api(kube).create_namespaced_limit_range(namespace, doc)
-    return 16 * 1024**3
+    return 28 * 1024**3
 
 
 @pytest.fixture(scope="session")

@@ -98,6 +98,9 @@ def test_enforce_denies_with_the_exact_message(kube, namespace, dev):
     from kubernetes.client.exceptions import ApiException
 
     obj = example("02-cpu-lora-undersized-enforce", namespace)
+    # stay under the session's LimitRange (28Gi) so the enforce message, not the ceiling, answers
+    c = container(obj)
+    c["args"] = ["2394" if a == "4273" else a for a in c["args"]]
     for dry_run in (True, False):
         with pytest.raises(ApiException) as exc:
             create(kube, obj, dry_run=dry_run)
@@ -120,7 +123,7 @@ def test_limitrange_ceiling_denies_with_the_exact_message(kube, namespace, dev, 
     assert exc.value.status == 403
     message = json.loads(exc.value.body)["message"]
     assert message == expected_denial(obj, limit_range)
-    assert "LimitRange max 16.0Gi" in message
+    assert "LimitRange max 28.0Gi" in message
 
 
 def test_non_vllm_deployment_is_untouched(kube, namespace, dev):
