@@ -91,15 +91,21 @@ def cannot_size(w: Workload, why: str) -> str:
     return f"{w.container}: cannot size: {why}"
 
 
-def mutated_warning(d: "ContainerDecision") -> str:
+def _changes(d: "ContainerDecision", limit: str, request: str, pin_suffix: str) -> list[str]:
+    """What a mutation changes, worded for a warning or for the decision annotation."""
     parts = []
     if d.limit_after != d.limit_before:
-        parts.append(f"limit {gi(d.limit_before)} → {gi(d.limit_after)}")
+        parts.append(f"{limit} {gi(d.limit_before)} → {gi(d.limit_after)}")
     if d.request_after != d.request_before:
-        parts.append(f"request {gi(d.request_before)} → {gi(d.request_after)}")
+        parts.append(f"{request} {gi(d.request_before)} → {gi(d.request_after)}")
     if d.pin_kv_gib is not None:
-        parts.append(f"env VLLM_CPU_KVCACHE_SPACE={d.pin_kv_gib:g} added")
+        parts.append(f"env VLLM_CPU_KVCACHE_SPACE={d.pin_kv_gib:g}{pin_suffix}")
+    return parts
+
+
+def mutated_warning(d: "ContainerDecision") -> str:
     total = gi(d.report.total_memory_bytes) if d.report else "?"
+    parts = _changes(d, "limit", "request", " added")
     return f"{d.workload.container}: {', '.join(parts)} (estimated peak {total})"
 
 
@@ -107,13 +113,7 @@ def decision_text(d: "ContainerDecision") -> str:
     """The `vllm-sizer.io/decision` annotation: what changed, from → to."""
     if d.verdict == "deny":
         return f"deny: {d.reason}"
-    changes = []
-    if d.limit_after != d.limit_before:
-        changes.append(f"limits.memory {gi(d.limit_before)} → {gi(d.limit_after)}")
-    if d.request_after != d.request_before:
-        changes.append(f"requests.memory {gi(d.request_before)} → {gi(d.request_after)}")
-    if d.pin_kv_gib is not None:
-        changes.append(f"env VLLM_CPU_KVCACHE_SPACE={d.pin_kv_gib:g}")
+    changes = _changes(d, "limits.memory", "requests.memory", "")
     if changes:
         return "mutate: " + ", ".join(changes)
     if d.mode == "warn" and d.reason in ("undersized", "no-limit"):
