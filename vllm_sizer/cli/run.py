@@ -161,12 +161,14 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
         if args.role in ("webhook", "all"):
             from ..operator.webhook.server import start_webhook_server
 
-            from ..operator.model_configs import ClusterLimitRanges
+            from ..operator.model_configs import ClusterLimitRanges, ClusterServingRuntimes
 
             limit_ranges = ClusterLimitRanges(factory, settings)
-            await limit_ranges.start()
-            cleanups.append(limit_ranges.stop)
-            runner = await start_webhook_server(settings, lookup, limit_ranges)
+            runtimes = ClusterServingRuntimes(factory, settings)
+            for listing in (limit_ranges, runtimes):
+                await listing.start()
+                cleanups.append(listing.stop)
+            runner = await start_webhook_server(settings, lookup, limit_ranges, runtimes=runtimes)
             cleanups.append(runner.cleanup)
             if args.dev:
                 await _dev_register(args, settings, factory, cleanups, runner)

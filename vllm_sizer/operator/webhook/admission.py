@@ -231,7 +231,10 @@ class Admission:
     most settings.lookup_timeout_seconds for it."""
 
     def __init__(self, settings: OperatorSettings, lookup: ModelConfigLookup | None = None,
-                 limit_range_max: LimitRangeMax | None = None, *, read: Reader | None = None):
+                 limit_range_max: LimitRangeMax | None = None, *, read: Reader | None = None,
+                 runtimes: Any = None):
+        """`runtimes` (optional) has `serving_runtimes` and `cluster_serving_runtimes` dicts kept
+        current in place by a background listing (operator.model_configs.ClusterServingRuntimes)."""
         self.settings = settings
         self.lookup = lookup
         self.limit_range_max = limit_range_max
@@ -239,6 +242,9 @@ class Admission:
             from ...workloads.reader import read_workloads as read
         self._read = read
         self._context = ReadContext(model_resolver=lookup.get if lookup is not None else None)
+        if runtimes is not None:
+            self._context.serving_runtimes = runtimes.serving_runtimes
+            self._context.cluster_serving_runtimes = runtimes.cluster_serving_runtimes
         self._policies: dict[int | None, PolicySettings] = {}
         self._inflight: dict[str, tuple[asyncio.Future[Any], float]] = {}
 
@@ -306,7 +312,9 @@ class Admission:
 
                 def resolve(model: str) -> dict[str, Any] | None:
                     return loaded.get(model) or get(model)
-                workloads = self._read(obj, ReadContext(model_resolver=resolve))
+                workloads = self._read(obj, ReadContext(
+                    model_resolver=resolve, serving_runtimes=self._context.serving_runtimes,
+                    cluster_serving_runtimes=self._context.cluster_serving_runtimes))
         if ns is not None:
             for w in workloads:
                 if w.namespace is None:  # CREATE without metadata.namespace: name it in messages

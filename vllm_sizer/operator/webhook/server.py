@@ -126,11 +126,11 @@ def _admission_route(admission: Admission, route: str) -> Callable[[web.Request]
 
 def build_app(settings: OperatorSettings, lookup: ModelConfigLookup | None = None,
               limit_range_max: LimitRangeMax | None = None, *,
-              read: Reader | None = None) -> web.Application:
+              read: Reader | None = None, runtimes: Any = None) -> web.Application:
     """The TLS-side application: admission routes and health. `read` replaces the workload
     reader (tests)."""
     admission = Admission(settings, lookup if lookup is not None else NoLookup(), limit_range_max,
-                          read=read)
+                          read=read, runtimes=runtimes)
     app = web.Application(client_max_size=settings.max_request_bytes)
     app[ADMISSION_KEY] = admission
     app.router.add_post(MUTATE_PATH, _admission_route(admission, MUTATE))
@@ -176,13 +176,14 @@ def _background(settings: OperatorSettings, reloader: CertificateReloader):
 async def start_webhook_server(settings: OperatorSettings, lookup: ModelConfigLookup | None,
                                limit_range_max: LimitRangeMax | None = None, *,
                                read: Reader | None = None,
-                               reload_interval: float = RELOAD_INTERVAL) -> web.AppRunner:
+                               reload_interval: float = RELOAD_INTERVAL,
+                               runtimes: Any = None) -> web.AppRunner:
     """Start the webhook (TLS) and metrics (HTTP) listeners; the caller stops both with
     `await runner.cleanup()`. Raises when the certificate files are missing or unusable, or a
     port is taken. Port 0 binds an ephemeral port: see `bound_port` / `metrics_bound_port`."""
     cert_dir = Path(settings.cert_dir)
     reloader = CertificateReloader(cert_dir / CERT_FILE, cert_dir / KEY_FILE, reload_interval)
-    app = build_app(settings, lookup, limit_range_max, read=read)
+    app = build_app(settings, lookup, limit_range_max, read=read, runtimes=runtimes)
     app[CERTS_KEY] = reloader
     app[RUNTIME_KEY] = {}
     app.cleanup_ctx.append(_background(settings, reloader))
