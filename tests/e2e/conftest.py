@@ -141,7 +141,7 @@ def model_configmap(kube: Any, namespace: str) -> str:
 @pytest.fixture(scope="session")
 def limit_range(kube: Any, namespace: str) -> int:
     """examples/12's LimitRange, created before the server starts, with its max raised to 28Gi:
-    the session shares one namespace, and examples/01 (26.5Gi needed) must still fit while
+    the session shares one namespace, and examples/01 (about 27Gi needed) must still fit while
     examples/12 (31.5Gi needed) must not."""
     import yaml
     from kubernetes import client

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from .conftest import EXAMPLES, DevProcess
+from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY  # noqa: F401
 
 pytestmark = pytest.mark.e2e
 
@@ -69,16 +70,16 @@ def test_undersized_deployment_is_mutated_and_annotated(kube, namespace, dev):
     obj = example("01-cpu-lora-deployment", namespace)
     stored = create(kube, obj)
     c = container(stored)
-    assert c["resources"]["limits"]["memory"] == "27136Mi"  # 26.5Gi: raised from 8Gi
-    assert c["resources"]["requests"]["memory"] == "27136Mi"
+    assert c["resources"]["limits"]["memory"] == NEED_01_QUANTITY  # raised from 8Gi
+    assert c["resources"]["requests"]["memory"] == NEED_01_QUANTITY
     ann = stored["metadata"]["annotations"]
-    assert ann["vllm-sizer.io/decision"].startswith("mutate: limits.memory 8.0Gi → 26.5Gi")
+    assert ann["vllm-sizer.io/decision"].startswith(f"mutate: limits.memory 8.0Gi → {NEED_01_GI}")
     assert ann["vllm-sizer.io/estimate"].endswith("Gi")
     # Read back: what was stored is what the webhook returned.
     again = apps(kube).read_namespaced_deployment(obj["metadata"]["name"], namespace,
                                                   _preload_content=False)
     import json
-    assert container(json.loads(again.data))["resources"]["limits"]["memory"] == "27136Mi"
+    assert container(json.loads(again.data))["resources"]["limits"]["memory"] == NEED_01_QUANTITY
 
 
 def test_server_side_dry_run_gets_the_same_mutation_and_stores_nothing(kube, namespace, dev):
@@ -87,7 +88,7 @@ def test_server_side_dry_run_gets_the_same_mutation_and_stores_nothing(kube, nam
     obj = example("01-cpu-lora-deployment", namespace)
     obj["metadata"]["name"] = "dry-run-lora"
     answered = create(kube, obj, dry_run=True)
-    assert container(answered)["resources"]["limits"]["memory"] == "27136Mi"
+    assert container(answered)["resources"]["limits"]["memory"] == NEED_01_QUANTITY
     assert "vllm-sizer.io/decision" in answered["metadata"]["annotations"]
     with pytest.raises(ApiException) as exc:
         apps(kube).read_namespaced_deployment("dry-run-lora", namespace)

@@ -15,6 +15,7 @@ from vllm_sizer.operator.controller import (KOPF_PREFIX, LAST_EVENT_ANNOTATION, 
                                             api_client_for, register)
 
 from .conftest import DEPLOYMENTS, current, events, example, put, stored
+from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY  # noqa: F401
 
 NGINX = "web"
 
@@ -100,7 +101,7 @@ async def test_kopf_operator_sizes_once_and_not_again_after_a_restart(kmock, cap
     first = events(kmock)
     assert [e["reason"] for e in first] == ["Undersized"]
     ann = annotations(kmock, "qwen3-lora-cpu")
-    assert ann["vllm-sizer.io/decision"] == "warn: undersized, needs 26.5Gi"
+    assert ann["vllm-sizer.io/decision"] == f"warn: undersized, needs {NEED_01_GI}"
     assert not any("kopf.zalando.org" in k for k in ann), "Kopf's state under our own prefix"
     nginx = annotations(kmock, NGINX, "default")
     assert nginx == {} or not any(k.startswith(KOPF_PREFIX) for k in nginx), \

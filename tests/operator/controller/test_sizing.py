@@ -15,8 +15,9 @@ from vllm_sizer.policy.review import A_DECISION, A_ESTIMATE, review_object
 from vllm_sizer.policy.settings import PolicySettings
 
 from .conftest import DEPLOYMENTS, current, events, example, put, requests_of, stored
+from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY  # noqa: F401
 
-UNDERSIZED = "01-cpu-lora-deployment"  # 8Gi limit, needs 26.5Gi
+UNDERSIZED = "01-cpu-lora-deployment"  # 8Gi limit, needs NEED_01_GI
 
 
 def limits(obj: dict) -> str:
@@ -32,7 +33,7 @@ async def test_pre_existing_undersized_deployment_is_annotated_and_gets_one_even
     obj = current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")
     ann = obj["metadata"]["annotations"]
     assert ann[A_ESTIMATE].endswith("Gi")
-    assert ann[A_DECISION] == "warn: undersized, needs 26.5Gi"
+    assert ann[A_DECISION] == f"warn: undersized, needs {NEED_01_GI}"
     assert ann[LAST_EVENT_ANNOTATION].startswith("Undersized ")
     assert json.loads(ann["vllm-sizer.io/breakdown"])["vllm"]
     assert limits(obj) == "8Gi", "the controller must not touch a running template"
@@ -51,7 +52,7 @@ async def test_pre_existing_undersized_deployment_is_annotated_and_gets_one_even
                                    "name": "qwen3-lora-cpu", "namespace": "llm",
                                    "uid": dep["metadata"]["uid"], "resourceVersion": "1"}
     assert "memory limit 8.0Gi is below the estimated peak" in ev["message"]
-    assert "set resources.limits.memory to at least 26.5Gi" in ev["message"]
+    assert f"set resources.limits.memory to at least {NEED_01_GI}" in ev["message"]
     assert ev["source"] == {"component": "vllm-sizer"}
 
 
@@ -105,7 +106,7 @@ async def test_object_sized_by_the_webhook_gets_one_sized_event_and_no_rewrite(k
     assert result.reason == "Sized"
     assert set(result.annotations) == {LAST_EVENT_ANNOTATION}, "the webhook's annotations stay"
     ann = current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")["metadata"]["annotations"]
-    assert ann[A_DECISION].startswith("mutate: limits.memory 8.0Gi → 26.5Gi")
+    assert ann[A_DECISION].startswith(f"mutate: limits.memory 8.0Gi → {NEED_01_GI}")
 
 
 @pytest.mark.asyncio
@@ -166,10 +167,10 @@ async def test_patch_existing_raises_the_limit_adds_the_label_and_guards_the_ver
     assert content_type == JSON_PATCH
     assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
     patched = jsonpatch.apply_patch(obj, ops)
-    assert limits(patched) == "27136Mi"  # 26.5Gi
+    assert limits(patched) == NEED_01_QUANTITY
     assert patched["spec"]["template"]["metadata"]["labels"][SIZED_LABEL] == "true"
     assert patched["metadata"]["annotations"][LAST_EVENT_ANNOTATION].startswith("Sized ")
-    assert event_call[2]["reason"] == "Sized" and "limit 8.0Gi → 26.5Gi" in event_call[2]["message"]
+    assert event_call[2]["reason"] == "Sized" and f"limit 8.0Gi → {NEED_01_GI}" in event_call[2]["message"]
 
     # Patched once: the result re-read after a restart changes nothing.
     again = await Sizer(RecordingApi(), OperatorSettings(patch_existing=True)).size(
@@ -184,7 +185,7 @@ async def test_enforce_annotation_is_observed_as_warn_on_existing_objects(kmock,
     assert result.reason == "Undersized"
     ann = current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu-strict")["metadata"]["annotations"]
     assert ann["vllm-sizer.io/mode"] == "enforce", "the user's annotation is left alone"
-    assert "--max-num-batched-tokens 631" in events(kmock)[0]["message"]
+    assert f"--max-num-batched-tokens {FIT_02}" in events(kmock)[0]["message"]
 
 
 # ------------------------------------------------------------------------ sized_label_patch
