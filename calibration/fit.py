@@ -634,7 +634,7 @@ def render_report(f: Fit, png_written: bool) -> str:
     w("")
 
     ro = f.doc.get("cpu_runtime_overhead")
-    w("## Runtime overhead (`cpu_runtime_overhead`, read by `CPU_RUNTIME_BYTES`)")
+    w("## Runtime overhead (`cpu_runtime_overhead`, the source of `CPU_RUNTIME_BYTES`)")
     w("")
     if ro:
         w(ro["method"])
@@ -685,19 +685,33 @@ def render_report(f: Fit, png_written: bool) -> str:
             w("")
             w(f"Why: the estimator extrapolates beyond each build family's largest measured T "
               f"with the largest factor any measured row showed; that is now `{top.row['id']}` "
-              f"(factor {top.cal.factor:.2f}, rank {top.cal.rank}): at small rank the on−off "
-              "difference holds a rank-independent part (LoRA bookkeeping, adapter files) that "
-              "the two-slot storage subtraction does not remove, so scratch/mechanism overstates "
-              "the allocator's overhead. The same row, scaled by the mechanism, also guards "
-              "every larger rank at T ≥ its T, and `_factor_at` takes the largest factor at a T "
-              "over all ranks.")
-            if top.est_train is not None:
+              f"(factor {top.cal.factor:.2f}, rank {top.cal.rank})"
+              + (": at small rank the on−off difference holds a rank-independent part (LoRA "
+                 "bookkeeping, adapter files) that the two-slot storage subtraction does not "
+                 "remove, so scratch/mechanism overstates the allocator's overhead. The same row, "
+                 "scaled by the mechanism, also guards every larger rank at T ≥ its T, and "
+                 "`_factor_at` takes the largest factor at a T over all ranks."
+                 if top.cal.rank < TRAIN_RANK else "."))
+            if top.est_train is not None and top.role == "validation":
                 w("")
                 w(f"Size of that part at `{top.row['run_id']}`: measured scratch "
                   f"{_mib(top.measured)} MiB against {_mib(top.est_train)} MiB from the rank-"
                   f"{TRAIN_RANK} factor ({_mib(top.measured - top.est_train)} MiB more); scaled "
                   f"by the mechanism to rank {TRAIN_RANK} that excess alone is "
                   f"{(top.measured - top.est_train) * TRAIN_RANK / top.cal.rank / GIB:.1f} GiB.")
+            tmax = {}
+            for x in res:
+                if x.role != "published":
+                    tmax[family(x.row)] = max(tmax.get(family(x.row), 0), x.cal.tokens)
+            if any(d["data"].startswith("published + training") for d in fails) and tmax:
+                w("")
+                w("Even with rank-256 rows only, the seed points (T = "
+                  + ", ".join(str(t) for t, *_ in SEED_POINTS) + ") lie above this machine's "
+                  "largest measured T (" + ", ".join(f"{k} {v}" for k, v in sorted(tmax.items()))
+                  + "): there the estimator extrapolates each of these families (mechanism × the "
+                  "largest factor of any row, or the linear extension of the last two rows, plus "
+                  f"{C.SCRATCH_EXTRAPOLATION_MARGIN.value:.0%}) and, with allocator unknown or "
+                  "tcmalloc, takes the larger family, above the seed family's own interpolation.")
     else:
         w("Every variant stays within the test's bounds.")
     w("")
