@@ -655,6 +655,21 @@ def render_report(f: Fit, png_written: bool) -> str:
           f"**{_mib(ro['bytes'])} MiB** ({ro['bytes'] / GIB:.2f} GiB), kind `{ro['kind']}` "
           "(the estimator's assumption was 2 GiB). The spread between repeated runs of the same "
           "configuration is the baseline noise the maximum absorbs.")
+        per_model: Dict[Tuple[str, str], Tuple[int, int]] = {}
+        for rid in ro["rows"]:
+            r = offs[rid]
+            k = (r["preset"], r["num_layers"])
+            v = ro["per_row_residual_bytes"][rid]
+            if k not in per_model or v > per_model[k][0]:
+                per_model[k] = (v, E.weights_bytes(r))
+        if len(per_model) > 1:
+            w("")
+            w("Largest residual per model: " + "; ".join(
+                f"{p} L{n} (weights {_mib(wb)} MiB): {_mib(v)} MiB"
+                for (p, n), (v, wb) in sorted(per_model.items(), key=lambda kv: kv[1][1]))
+              + ". When it grows with the model, part of the 'runtime' scales with the weights "
+              "(per-model buffers) rather than being a constant per pod; a single maximum "
+              "over-counts small models and may under-count models larger than any measured.")
     else:
         w("(no LoRA-off rows)")
     w("")
