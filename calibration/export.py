@@ -174,12 +174,14 @@ def pairs(rows: List[Dict[str, str]]) -> List[dict]:
 def unpaired(rows: List[Dict[str, str]]) -> List[Tuple[str, str]]:
     """(run_id, reason) of LoRA-on runs not exported, for the report."""
     twins = off_twins(rows)
+    done = {r["run_id"] for r in rows if r.get("outcome") in ("ok", "oom")}
     out = []
     for r in rows:
         if not is_lora(r):
             continue
         if r.get("outcome") not in ("ok", "oom"):
-            out.append((r["run_id"], f"outcome {r.get('outcome')}"))
+            out.append((r["run_id"], f"outcome {r.get('outcome')}"
+                        + (", measured again later" if r["run_id"] in done else "")))
         elif twin_key(r) not in twins:
             out.append((r["run_id"], "no LoRA-off twin (yet)"))
     return out
@@ -235,8 +237,18 @@ def export_row(p: dict) -> dict:
 
 
 def measured_rows(rows: List[Dict[str, str]]) -> List[dict]:
-    """Exported prefill rows (lm_head experiment excluded), in CSV order."""
-    return [export_row(p) for p in pairs(rows) if not p["logits_experiment"]]
+    """Exported prefill rows (lm_head experiment excluded), in CSV order. A run id that
+    appears more than once with a result keeps its first row's id; later ones get -2, -3."""
+    out, seen = [], {}
+    for p in pairs(rows):
+        if p["logits_experiment"]:
+            continue
+        r = export_row(p)
+        n = seen[r["id"]] = seen.get(r["id"], 0) + 1
+        if n > 1:
+            r["id"] = f"{r['id']}-{n}"
+        out.append(r)
+    return out
 
 
 # ---------------------------------------------------------------------------- runtime

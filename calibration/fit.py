@@ -736,8 +736,9 @@ def render_report(f: Fit, png_written: bool) -> str:
         w("![measured vs predicted scratch](measured_vs_predicted.png)")
         w("")
         w("Predicted = the estimator's algorithm on the training rows (filled markers) and "
-          "a·mechanism + b (hollow); circles training, triangles validation, squares published; "
-          "the line is predicted = measured.")
+          "a·mechanism + b (hollow); circles training, triangles validation, squares published. "
+          "Left: measured vs predicted (the line is predicted = measured); right: the residual "
+          "per row (below 0 = below the measurement).")
     w("")
     return "\n".join(out)
 
@@ -749,12 +750,16 @@ def plot(f: Fit, path: str = PNG_PATH) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(7, 6), dpi=110)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 6), dpi=100,
+                                  gridspec_kw={"width_ratios": [1, 1.15]})
     colors = {"glibc": "tab:blue", "tcmalloc": "tab:orange", "published tcmalloc": "tab:red"}
     markers = {"training": "o", "validation": "^", "published": "s"}
+    order = {"training": 0, "validation": 1, "published": 2}
+    res = sorted(f.results, key=lambda x: (order[x.role], family(x.row), x.cal.rank,
+                                           x.cal.geometry.num_layers, x.cal.tokens, x.cal.id))
     seen = set()
     allv = []
-    for x in f.results:
+    for x in res:
         fam = family(x.row)
         col = colors.get(fam, "tab:gray")
         m = x.measured / GIB
@@ -768,9 +773,6 @@ def plot(f: Fit, path: str = PNG_PATH) -> bool:
                        facecolors=col if filled else "none", edgecolors=col,
                        label=None if label in seen else label)
             seen.add(label)
-        if x.role == "validation":
-            ax.annotate(validation_reason(x.row), (m, (x.est_train or 0) / GIB), fontsize=7,
-                        xytext=(4, -10), textcoords="offset points")
     if allv:
         lo, hi = min(allv) * 0.8, max(allv) * 1.25
         ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
@@ -780,9 +782,29 @@ def plot(f: Fit, path: str = PNG_PATH) -> bool:
     ax.set_yscale("log")
     ax.set_xlabel("measured scratch (GiB): on−off peak minus adapter storage")
     ax.set_ylabel("predicted scratch (GiB), from training rows")
-    ax.set_title("CPU LoRA prefill scratch: measured vs predicted")
+    ax.set_title("measured vs predicted (line: predicted = measured)")
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, which="both", lw=0.3)
+
+    # residuals per row: the estimator must never be below a measured point (≥ 0 %)
+    labels = []
+    for i, x in enumerate(res):
+        col = colors.get(family(x.row), "tab:gray")
+        for val, filled in ((x.est_train, True), (x.param, False)):
+            if val is None:
+                continue
+            ax2.scatter([i], [(val - x.measured) / x.measured * 100], marker=markers[x.role],
+                        s=60, facecolors=col if filled else "none", edgecolors=col)
+        name = x.row.get("run_id", x.row["id"])
+        labels.append(name + (f" [{validation_reason(x.row)}]" if x.role == "validation" else ""))
+    ax2.axhline(0, color="black", lw=0.8)
+    ax2.set_xticks(range(len(labels)))
+    ax2.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    ax2.set_ylabel("residual (predicted − measured) / measured, %")
+    ax2.set_title("residual per row: filled = estimator, hollow = a·mech+b")
+    ax2.grid(True, axis="y", lw=0.3)
+    fig.suptitle("CPU LoRA prefill scratch, fitted on training rows "
+                 "(circles training, triangles validation, squares published)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)

@@ -71,6 +71,13 @@ def test_logits_experiment_error_and_unpaired_rows_are_not_exported():
                                       "lonely": "no LoRA-off twin (yet)"}
 
 
+def test_a_run_measured_twice_keeps_distinct_ids_and_errors_say_so():
+    rows = [row("off", False, 1024, 5000), row("on", True, 1024, 9000, outcome="error"),
+            row("on", True, 1024, 11000), row("on", True, 1024, 11100)]
+    assert [r["id"] for r in E.measured_rows(rows)] == ["calib-on", "calib-on-2"]
+    assert E.unpaired(rows) == [("on", "outcome error, measured again later")]
+
+
 def test_runtime_overhead_from_off_rows():
     w = 2 * QWEN3_PARAMS  # bf16 weights = checkpoint tensors
     rows = [row("off-a", False, 512, 5805), row("off-b", False, 1024, 6014),
