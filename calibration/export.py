@@ -49,6 +49,7 @@ OUT_PATH = os.path.join(ROOT, "vllm_sizer", "estimator", "data", "lora_scratch_c
 
 MIB = 1 << 20
 GIB = 1 << 30
+ENVELOPE_ROUND_TO = 64 * 1024**2  # finer than ROUND_TO: the slope already carries the size
 ROUND_TO = 256 * MIB
 
 GENERATED_BY = "calibration/export.py from calibration/measurements.csv and calibration/published.json"
@@ -233,6 +234,10 @@ def export_row(p: dict) -> dict:
     }
     if p["kind"] == "floor":
         out["memory_limit_bytes"] = int(r["cap_bytes"])
+    # The estimator builds its curve from "fit" rows; "validation" rows (other rank, layer
+    # count or geometry) are held back and only guard their own configuration.
+    from .fit import is_training
+    out["role"] = "fit" if is_training(out) else "validation"
     return out
 
 
@@ -273,7 +278,9 @@ RUNTIME_METHOD = (
     "(VLLM_CPU_KVCACHE_SPACE). What remains is the Python/torch/vLLM runtime of the three "
     "processes (front-end, engine core, worker), the tokenizer files' page cache, and at the "
     "request peak the forward pass's activations (which the estimator also counts separately, so "
-    "this errs high). Maximum over the runs, rounded up to a multiple of 256 MiB.")
+    "this errs high). The residual grows with the model, so the constant is an upper envelope "
+    "a + b x weights: b from a least-squares line through the largest residual of each model "
+    "size, a raised until no run lies above the line and rounded up to 64 MiB.")
 
 
 def runtime_overhead(rows: List[Dict[str, str]]) -> Optional[dict]:
@@ -291,18 +298,34 @@ def runtime_overhead(rows: List[Dict[str, str]]) -> Optional[dict]:
         return None
     per_row.sort()
     best = max(v for _, v, *_ in per_row)
-    rounded = int(math.ceil(best / ROUND_TO) * ROUND_TO)
     worst = max(per_row, key=lambda x: x[1])
+    # The residual grows with the model (loading transients, larger workspaces): an upper
+    # envelope a + b·weights over the largest residual of each model size (b = 0 when one size
+    # was measured), shifted up so that no run lies above it.
+    by_size: Dict[int, int] = {}
+    for _, v, _, w, _ in per_row:
+        by_size[w] = max(v, by_size.get(w, v))
+    sizes = sorted(by_size)
+    b = 0.0
+    if len(sizes) > 1:
+        mw = sum(sizes) / len(sizes)
+        mv = sum(by_size[w] for w in sizes) / len(sizes)
+        var = sum((w - mw) ** 2 for w in sizes)
+        b = max(0.0, sum((w - mw) * (by_size[w] - mv) for w in sizes) / var) if var else 0.0
+    a = max(v - b * w for _, v, _, w, _ in per_row)
+    rounded = int(math.ceil(a / ENVELOPE_ROUND_TO) * ENVELOPE_ROUND_TO)
     hosts = sorted({r.get("host", "") for r in rows if is_off(r) and r.get("outcome") == "ok"})
     versions = sorted({f"vLLM {r.get('vllm_version')}, torch {r.get('torch_version')}"
                        for r in rows if is_off(r) and r.get("outcome") == "ok"})
     return {
         "bytes": rounded,
+        "per_weight_byte": round(b, 4),
         "kind": "measured",
         "source": (f"calibration/measurements.csv: LoRA-off runs ({len(per_row)}), {'; '.join(versions)} "
                    f"on {'; '.join(hosts)}; largest residual {worst[1] / MIB:.0f} MiB (run "
                    f"{worst[0]}: peak {worst[2] / MIB:.0f} MiB - 2 x weights {worst[3] / MIB:.0f} "
-                   f"MiB - KV {worst[4] / MIB:.0f} MiB), rounded up to {rounded / MIB:.0f} MiB"),
+                   f"MiB - KV {worst[4] / MIB:.0f} MiB); envelope {rounded / MIB:.0f} MiB "
+                   f"+ {b:.3f} x weights over {len(sizes)} model size(s)"),
         "method": RUNTIME_METHOD,
         "max_residual_bytes": int(best),
         "rows": [rid for rid, *_ in per_row],

@@ -87,9 +87,22 @@ def test_runtime_overhead_from_off_rows():
     assert ro["rows"] == ["off-a", "off-b"] and ro["kind"] == "measured"
     expect = 6014 * MIB - w - w - 1 * GIB
     assert ro["max_residual_bytes"] == expect
-    assert ro["bytes"] % (256 * MIB) == 0 and 0 <= ro["bytes"] - expect < 256 * MIB
+    # one model size: no slope, the envelope is the largest residual rounded up to 64 MiB
+    assert ro["per_weight_byte"] == 0
+    assert ro["bytes"] % (64 * MIB) == 0 and 0 <= ro["bytes"] - expect < 64 * MIB
     assert ro["per_row_residual_bytes"]["off-a"] == 5805 * MIB - 2 * w - GIB
     assert "page cache" in ro["method"] and "off-b" in ro["source"]
+
+
+def test_runtime_envelope_grows_with_the_model():
+    small = [row("off-a", False, 512, 6000)]
+    big = dict(row("off-big", False, 512, 11000))
+    big["preset"] = "qwen3-1.7b"
+    ro = E.runtime_overhead(small + [big])
+    assert ro["per_weight_byte"] > 0
+    for r in small + [big]:  # no run lies above the envelope
+        assert ro["per_row_residual_bytes"][r["run_id"]] <= \
+            ro["bytes"] + ro["per_weight_byte"] * E.weights_bytes(r) + 1
 
 
 def test_document_is_deterministic_and_keeps_published_rows_verbatim():

@@ -34,7 +34,8 @@ def test_rank_scales_linearly_and_is_flagged(rank):
     part = cpu(max_num_batched_tokens=2394, max_model_len=4096, max_lora_rank=rank)
     assert part.lora_prefill_scratch_bytes == pytest.approx(
         full.lora_prefill_scratch_bytes * rank / 256, rel=0.02)
-    assert any(f"rank {rank} outside measured ranks" in n for n in part.notes)
+    assert any(f"rank {rank}: scaled from the fitted ranks [256] linearly in rank" in n
+               for n in part.notes)
 
 
 def test_tensor_parallel_shards_per_worker_and_sums_workers():
@@ -57,7 +58,8 @@ def test_wider_model_scales_by_widest_projection_and_says_so():
     r = build_report(g, s)
     assert r.lora_prefill_scratch_bytes == pytest.approx(2 * cpu(
         max_num_batched_tokens=2394, max_model_len=4096).lora_prefill_scratch_bytes, rel=0.01)
-    assert any("widest LoRA projection 6144 outside measured widths" in n for n in r.notes)
+    assert any("widest LoRA projection 6144: scaled from the fitted widest LoRA projections "
+               "[3072] linearly in width" in n for n in r.notes)
 
 
 def test_logits_gather_scales_with_max_num_seqs_and_counts_as_max_not_sum():

@@ -105,7 +105,8 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
         p.add("kv_cache", kv, "sum", r.reasons.get("cpu_kv_cache", ""))
         p.add("activations", act * ws, "sum",
               f"one forward pass of {tokens} batched tokens per worker (derived)")
-        runtime = C.CPU_RUNTIME_BYTES.value + (ws - 1) * C.WORKER_PROCESS_BYTES.value
+        runtime = C.CPU_RUNTIME_BYTES.value + C.CPU_RUNTIME_PER_WEIGHT_BYTE.value * weights \
+            + (ws - 1) * C.WORKER_PROCESS_BYTES.value
         p.add("runtime_overhead", runtime, "sum", C.CPU_RUNTIME_BYTES.source)
         p.add("lora_adapters", adapter_host, "sum",
               f"{r.max_loras} stacked slot(s) + {r.max_cpu_loras} cached adapter(s) at rank "

@@ -7,7 +7,9 @@ vLLM defaults live in defaults.py; LoRA scratch calibration rows in data/lora_sc
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from importlib import resources
 
 from .units import GiB
 
@@ -19,15 +21,23 @@ class Constant:
     source: str
 
 
-# Host RSS of the vLLM processes of one CPU pod before weights and KV cache: the API server /
-# LLM front-end process plus the engine-core process that runs the CPU worker (vLLM V1 runs them
-# as two processes; TP>1 adds one worker process per rank).
-CPU_RUNTIME_BYTES = Constant(
-    value=2 * GiB,
-    kind="assumed",
-    source="Python + torch + vLLM imports of the front-end and engine-core processes; "
-    "to be replaced by the LoRA-off calibration rows (calibration/measurements.csv)",
-)
+# Host memory of the vLLM processes of one CPU pod beyond weights, checkpoint page cache and KV
+# cache: the API server / LLM front-end process plus the engine-core and worker processes (vLLM
+# V1). Measured on LoRA-off calibration runs; the value, its kind and its source are generated
+# into data/lora_scratch_calibration.json by calibration/export.py from
+# calibration/measurements.csv (never typed here).
+def _runtime_constant() -> Constant:
+    raw = json.loads(resources.files(__package__).joinpath(
+        "data/lora_scratch_calibration.json").read_text())
+    ro = raw["cpu_runtime_overhead"]
+    return (Constant(value=int(ro["bytes"]), kind=ro["kind"], source=ro["source"]),
+            Constant(value=float(ro.get("per_weight_byte", 0.0)), kind=ro["kind"],
+                     source="slope of the same envelope over model sizes: " + ro["source"]))
+
+
+# runtime = CPU_RUNTIME_BYTES + CPU_RUNTIME_PER_WEIGHT_BYTE × weights
+CPU_RUNTIME_BYTES, CPU_RUNTIME_PER_WEIGHT_BYTE = _runtime_constant()
+
 # Each additional worker process (tensor/pipeline rank > 1) imports torch and vLLM again.
 WORKER_PROCESS_BYTES = Constant(
     value=1 * GiB,

@@ -11,8 +11,9 @@ Tensors are freed per op, so the peak is the largest single op, not a sum over l
 Allocators hold freed memory, so measured peaks sit above the mechanism by a factor that is not
 constant (1.14x-1.59x on the seed's tcmalloc rows). The scratch is therefore read off measured
 calibration rows (data/lora_scratch_calibration.json) and only *scaled* by the mechanism:
-  - inside the measured token range of a build family: the factor over the mechanism is
-    interpolated linearly in T between measured rows (concave in bytes: never below the chord);
+  - inside the measured token range of an allocator family (glibc; tcmalloc, as vLLM's CPU
+    images preload it): the factor over the mechanism is interpolated linearly in T between
+    measured rows (concave in bytes: never below the chord);
   - below it: the largest factor the family showed;
   - above it: the larger of (mechanism × largest factor ever observed) and the linear
     extrapolation of the last two rows, plus a margin, and never below a measured OOM floor;
@@ -129,6 +130,7 @@ class CalibrationRow:
     tokens: int
     difference_bytes: int
     source: str
+    role: str = "fit"  # fit: shapes the curve; validation: held back, guards its own point only
     # Derived once at load (see `_derive`): the scratch net of adapter storage, the mechanism at
     # this row's T, and the factor between them.
     scratch_bytes: float = 0.0
@@ -166,18 +168,23 @@ def load_calibration() -> tuple[CalibrationRow, ...]:
             id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
             geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
             tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
-            source=r["source"])))
+            source=r["source"], role=r.get("role", "fit"))))
     return tuple(rows)
 
 
 @lru_cache(maxsize=1)
-def _measured_ranges() -> tuple[frozenset, frozenset, frozenset, frozenset]:
-    """Ranks, widest projections, layer counts and LoRA dtypes the rows cover."""
+def _measured_ranges() -> dict[str, tuple[frozenset, frozenset]]:
+    """What the fit rows cover and what the validation rows checked: ranks, widest
+    projections, layer counts, LoRA dtypes → (fit, validation)."""
     rows = load_calibration()
-    return (frozenset(r.rank for r in rows),
-            frozenset(widest_lora_projection(r.geometry) for r in rows),
-            frozenset(r.geometry.num_layers for r in rows),
-            frozenset(r.lora_dtype_bytes for r in rows))
+
+    def split(key) -> tuple[frozenset, frozenset]:
+        return (frozenset(key(r) for r in rows if r.role == "fit"),
+                frozenset(key(r) for r in rows if r.role != "fit"))
+    return {"rank": split(lambda r: r.rank),
+            "width": split(lambda r: widest_lora_projection(r.geometry)),
+            "layers": split(lambda r: r.geometry.num_layers),
+            "dtype": split(lambda r: r.lora_dtype_bytes)}
 
 
 @dataclass(frozen=True)
@@ -188,7 +195,7 @@ class ScratchEstimate:
 
 
 def _family_rows(allocator: str, rows: tuple[CalibrationRow, ...]) -> tuple[list[CalibrationRow], str]:
-    measured = [r for r in rows if r.kind == "measured"]
+    measured = [r for r in rows if r.kind == "measured" and r.role == "fit"]
     if allocator in ("glibc", "tcmalloc"):
         own = [r for r in measured if r.allocator == allocator]
         if own:
@@ -233,32 +240,34 @@ def calculate_lora_prefill_scratch_bytes(geometry: ModelGeometry, rank: int, tok
     families: dict[str, list[CalibrationRow]] = {}
     chosen, family_note = _family_rows(allocator, rows)
     for r in chosen:
-        families.setdefault(r.build_family, []).append(r)
+        # Rows are grouped by allocator: the factor over the mechanism is what the allocator
+        # keeps of freed per-op tensors (the seed's CPU image and a pip install with tcmalloc
+        # preloaded behave alike), so their token ranges join into one curve.
+        families.setdefault(r.allocator, []).append(r)
 
     best = 0.0
     case = "interpolated"
     for fam_rows in families.values():
         factor, fam_case = _factor_at(tokens, fam_rows)
-        value = factor * mech
+        value = factor * mech  # beyond the range: the largest factor this family showed
         if fam_case == "extrapolated":
             value = max(value, _linear_extrapolation(tokens, fam_rows, per_token))
             value *= 1 + SCRATCH_EXTRAPOLATION_MARGIN.value
         if value >= best:
             best, case = value, fam_case
-    if case == "extrapolated":
-        largest = max(r.factor for r in rows if r.kind == "measured")
-        best = max(best, largest * mech * (1 + SCRATCH_EXTRAPOLATION_MARGIN.value))
 
-    # Never below a measured point or OOM floor at or below T (of the build families in use),
-    # scaled by the mechanism.
+    # Never below a measured point or OOM floor at or below T: rows of the same configuration
+    # (rank, LoRA dtype, widest projection) and allocator family, fit or validation alike.
     floor_row = None
-    guards = chosen + [r for r in rows if r.kind == "floor" and (
-        allocator not in ("glibc", "tcmalloc") or r.allocator == allocator)]
+    width = widest_lora_projection(geometry)
+    guards = [r for r in rows  # rows were measured on one worker (TP=1)
+              if tensor_parallel == 1 and not fully_sharded
+              and (allocator not in ("glibc", "tcmalloc") or r.allocator == allocator)
+              and r.rank == rank and r.lora_dtype_bytes == lora_dtype_bytes
+              and widest_lora_projection(r.geometry) == width]
     for r in guards:
-        if r.tokens <= tokens:
-            scaled = r.scratch_bytes * per_token / (r.mechanism / r.tokens)
-            if scaled > best:
-                best, floor_row = scaled, r
+        if r.tokens <= tokens and r.scratch_bytes > best:
+            best, floor_row = r.scratch_bytes, r
     measured_ts = sorted({r.tokens for r in chosen})
     t_range = f"T={measured_ts[0]}..{measured_ts[-1]}"
     if case == "interpolated":
@@ -301,18 +310,22 @@ def _linear_extrapolation(tokens: int, rows: list[CalibrationRow], per_token: fl
 def _scaling_notes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
                    tensor_parallel: int) -> list[str]:
     notes = []
-    ranks, widths, layers, dtypes = _measured_ranges()
-    if rank not in ranks:
-        notes.append(f"rank {rank} outside measured ranks {sorted(ranks)}: scaled linearly in rank "
-                     "(mechanism, assumed)")
-    w = widest_lora_projection(geometry)
-    if w not in widths:
-        notes.append(f"widest LoRA projection {w} outside measured widths {sorted(widths)}: scaled "
-                     "linearly in width (mechanism, assumed)")
-    if geometry.num_layers not in layers:
-        notes.append(f"{geometry.num_layers} layers outside measured layer counts {sorted(layers)}: "
-                     "layer count is not a driver by the mechanism (ops are freed per layer)")
-    if lora_dtype_bytes not in dtypes:
+    covered = _measured_ranges()
+
+    def note(what: str, value, fit: frozenset, validated: frozenset, scaling: str) -> None:
+        if value in fit:
+            return
+        checked = (f"measured at {value} in a validation row" if value in validated else
+                   f"validation rows at {sorted(validated)}" if validated else "not measured")
+        notes.append(f"{what} {value}: scaled from the fitted {what}s {sorted(fit)} {scaling} "
+                     f"({checked})")
+
+    note("rank", rank, *covered["rank"], "linearly in rank (mechanism)")
+    note("widest LoRA projection", widest_lora_projection(geometry), *covered["width"],
+         "linearly in width (mechanism)")
+    note("layer count", geometry.num_layers, *covered["layers"],
+         "as not a driver (ops are freed per layer)")
+    if lora_dtype_bytes not in covered["dtype"][0]:
         notes.append("LoRA dtype outside the measured dtypes: scaled by element size (mechanism)")
     if tensor_parallel > 1:
         notes.append(f"tensor parallel {tensor_parallel}: per-worker widths sharded as vLLM shards "
