@@ -262,7 +262,7 @@ def fit(csv_rows: List[Dict[str, str]], published: dict) -> Fit:
             lin = linear.get(family(x.row)) or (linear.get("tcmalloc") if x.role == "published"
                                                 else None)
             x.param = lin(x.cal.mechanism) if lin else None
-    all_cals = [L._derive(calibration_row(r)) for r in doc["rows"]]
+    all_cals = [calibration_row(r) for r in doc["rows"]]
     with estimator_rows(all_cals):
         for x in results:
             x.est_all = estimate(x.cal).bytes
@@ -289,7 +289,6 @@ def logits_experiment(csv_rows: List[Dict[str, str]]) -> List[dict]:
         rows_sampled = min(s, n)
         rank, vocab = int(r["rank"]), int(r["vocab_size"])
         formula = 2 * rows_sampled * vocab * rank
-        cal = calibration_row(E.export_row(by_id[r["run_id"]])) if r["run_id"] in by_id else None
         tokens = E.tokens_in_step(r)
         geo = ModelGeometry(**{k: v for k, v in _geo_kwargs(r).items()})
         mech = L.mechanism_bytes_per_token(geo, rank, 2) * tokens
@@ -303,7 +302,6 @@ def logits_experiment(csv_rows: List[Dict[str, str]]) -> List[dict]:
             "off": ", ".join(p["off_ids"]) if p else "",
             "increment": inc, "increment_diff": (inc - inc_off) if (p and inc is not None
                                                                    and inc_off is not None) else None,
-            "cal": cal,
         })
     return sorted(out, key=lambda d: (d["prompts"].split("x")[1], d["S"], d["run_id"]))
 
