@@ -249,3 +249,30 @@ async def test_kopf_handler_maps_api_errors():
     sizer.status = 409
     with pytest.raises(kopf.TemporaryError):
         await handler(body={}, logger=log)
+
+
+@pytest.mark.asyncio
+async def test_event_names_are_stable_so_a_repost_after_a_crash_is_refused_not_duplicated():
+    from vllm_sizer.operator.controller.kube import ApiError
+    from vllm_sizer.operator.controller.sizing import post_event
+
+    class Api:
+        def __init__(self):
+            self.names = set()
+
+        async def post(self, path, body):
+            name = body["metadata"]["name"]
+            if name in self.names:
+                raise ApiError(409, "AlreadyExists")
+            self.names.add(name)
+
+    api, obj = Api(), {"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "d", "namespace": "n", "uid": "u1"}}
+    await post_event(api, obj, "Sized", "m", name="d.abc")
+    await post_event(api, obj, "Sized", "m", name="d.abc")  # the repost: 409, not an error
+    assert api.names == {"d.abc"}
+    with pytest.raises(ApiError):  # without a fixed name a 409 is still an error
+        class Conflict(Api):
+            async def post(self, path, body):
+                raise ApiError(409, "AlreadyExists")
+        await post_event(Conflict(), obj, "Sized", "m")

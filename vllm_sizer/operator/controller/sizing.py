@@ -80,7 +80,8 @@ def _escape(key: str) -> str:
 
 
 def event_body(obj: dict[str, Any], reason: str, message: str, type_: str = "Normal",
-               action: str = "Sizing", instance: str | None = None) -> dict[str, Any]:
+               action: str = "Sizing", instance: str | None = None,
+               name: str | None = None) -> dict[str, Any]:
     """A core/v1 Event about `obj` (kubectl describe shows it under the object)."""
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or "default"
@@ -93,7 +94,7 @@ def event_body(obj: dict[str, Any], reason: str, message: str, type_: str = "Nor
         involved["resourceVersion"] = meta.get("resourceVersion")
     return {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
+        "metadata": {"name": name or f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
                      "namespace": ns, "labels": {"app.kubernetes.io/name": COMPONENT}},
         "involvedObject": {k: v for k, v in involved.items() if v is not None},
         "reason": reason, "message": message, "type": type_, "action": action,
@@ -105,9 +106,16 @@ def event_body(obj: dict[str, Any], reason: str, message: str, type_: str = "Nor
 
 
 async def post_event(api: KubeApi, obj: dict[str, Any], reason: str, message: str,
-                     type_: str = "Normal", action: str = "Sizing") -> dict[str, Any]:
-    body = event_body(obj, reason, message, type_, action)
-    await api.post(resource_path("v1", "events", body["metadata"]["namespace"]), body)
+                     type_: str = "Normal", action: str = "Sizing",
+                     name: str | None = None) -> dict[str, Any]:
+    """Post an Event; with a deterministic `name`, a second post of the same Event is a 409
+    from the API server, which counts as already posted (exactly once across crashes)."""
+    body = event_body(obj, reason, message, type_, action, name=name)
+    try:
+        await api.post(resource_path("v1", "events", body["metadata"]["namespace"]), body)
+    except ApiError as exc:
+        if not (name and exc.status == 409):
+            raise
     return body
 
 
@@ -285,11 +293,17 @@ class Sizer:
             annotations[LAST_EVENT_ANNOTATION] = marker
         annotations = {k: v for k, v in annotations.items() if stored.get(k) != v}
         result = SizeResult("unchanged", reason, message, decision=decision)
+        if post:
+            # The Event first, under a name fixed by (object, version, decision): a crash before
+            # the marker below is stored re-posts the same name, which the API server refuses
+            # (409), so a restart neither loses nor duplicates it.
+            meta = obj.get("metadata") or {}
+            key = f"{meta.get('uid')}|{meta.get('resourceVersion')}|{marker}"
+            name = f"{meta.get('name', 'object')}.{digest(key)}"
+            result.event = await post_event(self.api, obj, reason, message, type_, name=name)
         if annotations:
             await self.api.patch(object_path(obj), {"metadata": {"annotations": annotations}})
             result.action, result.annotations = "annotated", annotations
-        if post:
-            result.event = await post_event(self.api, obj, reason, message, type_)
         return result
 
     async def _patch_template(self, obj: dict[str, Any], decision: ObjectDecision,
