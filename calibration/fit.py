@@ -73,9 +73,12 @@ def is_published(r: dict) -> bool:
 
 
 def is_training(r: dict) -> bool:
+    """Rank 256, 28 layers, the Qwen3-0.6B geometry, one adapter slot (max_loras 1: the
+    estimator subtracts the storage of one stacked slot + one cached adapter from a row)."""
     g = r["geometry"]
     return (int(r["max_lora_rank"]) == TRAIN_RANK and g["num_layers"] == TRAIN_LAYERS
-            and (g["hidden_size"], g["intermediate_size"]) == TRAIN_SHAPE)
+            and (g["hidden_size"], g["intermediate_size"]) == TRAIN_SHAPE
+            and int(r.get("max_loras") or 1) == 1)
 
 
 def validation_reason(r: dict) -> str:
@@ -87,6 +90,8 @@ def validation_reason(r: dict) -> str:
         why.append(f"{g['num_layers']} layers")
     if (g["hidden_size"], g["intermediate_size"]) != TRAIN_SHAPE:
         why.append(f"geometry {g['hidden_size']}/{g['intermediate_size']}")
+    if int(r.get("max_loras") or 1) != 1:
+        why.append(f"max_loras {r['max_loras']}")
     return ", ".join(why)
 
 
@@ -454,9 +459,10 @@ def render_report(f: Fit, png_written: bool) -> str:
       "`mechanism_bytes_per_token(geometry, R, 2) x T` = the largest single bgmv op, "
       "6·T·R·max(in) for bf16. **Factor** = scratch / mechanism.")
     w(f"* **Training rows**: rank {TRAIN_RANK}, {TRAIN_LAYERS} layers, the Qwen3-0.6B geometry "
-      f"(hidden {TRAIN_SHAPE[0]}, intermediate {TRAIN_SHAPE[1]}), per allocator family. "
-      "**Validation rows** (any other rank, layer count or geometry) are held back: their "
-      "estimate comes from the training rows only.")
+      f"(hidden {TRAIN_SHAPE[0]}, intermediate {TRAIN_SHAPE[1]}), max_loras 1, per allocator "
+      "family. **Validation rows** (any other rank, layer count, geometry or max_loras) are "
+      "held back: their estimate comes from the training rows only. The package data marks "
+      "them role 'validation' (they guard only their own configuration).")
     w("* **Models**: (1) the estimator's own (`calculate_lora_prefill_scratch_bytes` run on the "
       "training rows and floors alone, as the package's role-'fit' rows: factor interpolated in "
       "T per allocator family, the family's largest factor below the range, extrapolation + "
@@ -594,6 +600,20 @@ def render_report(f: Fit, png_written: bool) -> str:
               f"by the mechanism to rank {TRAIN_RANK} that excess would be "
               f"{(x.measured - x.est_train) * TRAIN_RANK / x.cal.rank / GIB:.1f} GiB, which is "
               "why such rows guard only their own configuration instead of shaping the curve.")
+        for x in valid:
+            ml = int(x.row.get("max_loras") or 1)
+            if ml > 1 and x.est_train is not None:
+                slot = L.adapter_slot_bytes(x.cal.geometry, x.cal.rank, x.cal.lora_dtype_bytes,
+                                            vocab_lora=False)
+                vocab = 2 * x.cal.geometry.vocab_size * x.cal.rank * x.cal.lora_dtype_bytes
+                w("")
+                w(f"`{x.row['run_id']}` (max_loras {ml}): the run holds {ml - 1} more stacked "
+                  f"slot(s) than the estimator's row reading subtracts ({ml - 1} × "
+                  f"{_mib(slot)} MiB = {_mib((ml - 1) * slot)} MiB, "
+                  f"{_mib((ml - 1) * (slot + vocab))} MiB with lm_head/embedding LoRA buffers); "
+                  f"its scratch exceeds the max_loras-1 figure by "
+                  f"{_mib(x.measured - x.est_train)} MiB. The estimator counts the stacked slots "
+                  "under `lora_adapters`, so this row's 'scratch' double-counts them.")
     else:
         w("(no validation rows yet)")
     w("")

@@ -57,6 +57,13 @@ def test_roles_follow_rank_layers_geometry(fitted):
     assert all(x.row.get("run_id") != "s16-on" for x in fitted.results)
 
 
+def test_max_loras_above_one_is_held_back():
+    r = {"max_lora_rank": 256, "max_loras": 4,
+         "geometry": {"num_layers": 28, "hidden_size": 1024, "intermediate_size": 3072}}
+    assert not F.is_training(r) and F.validation_reason(r) == "max_loras 4"
+    assert F.is_training(dict(r, max_loras=1))
+
+
 def test_factors_and_linear_fit_per_family(fitted):
     g = fitted.factors["glibc"]
     assert [(t, round(fa, 6)) for t, fa, _ in g] == [(512, 1.0), (1024, 1.25)]
