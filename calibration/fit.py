@@ -309,14 +309,15 @@ def logits_experiment(csv_rows: List[Dict[str, str]]) -> List[dict]:
         inc = request_increment(r)
         inc_off = request_increment(p["off"]) if p else None
         out.append({
-            "run_id": r["run_id"], "S": s, "prompts": f"{n}x{r['prompt_tokens']}",
+            "run_id": r["run_id"], "allocator": r.get("allocator", ""), "S": s, "prompts": f"{n}x{r['prompt_tokens']}",
             "tokens": tokens, "rank": rank, "formula": formula, "mechanism": mech,
             "difference": p["difference_bytes"] if p else None,
             "off": ", ".join(p["off_ids"]) if p else "",
             "increment": inc, "increment_diff": (inc - inc_off) if (p and inc is not None
                                                                    and inc_off is not None) else None,
         })
-    return sorted(out, key=lambda d: (d["prompts"].split("x")[1], d["S"], d["run_id"]))
+    return sorted(out, key=lambda d: (d["prompts"].split("x")[1], d["allocator"], d["S"],
+                                      d["run_id"]))
 
 
 def _geo_kwargs(r: Dict[str, str]) -> dict:
@@ -638,27 +639,30 @@ def render_report(f: Fit, png_written: bool) -> str:
       "peak minus the cgroup usage when the request started (the step's transient alone, "
       "`calibration.summarize.request_increment`); 'on−off' needs an off twin.")
     w("")
-    w(_table(["run", "S", "prompts", "tokens in step", "2·rows·vocab·R MiB",
+    w(_table(["run", "allocator", "S", "prompts", "tokens in step", "2·rows·vocab·R MiB",
               "prefill mechanism MiB", "request increment MiB", "increment / formula",
               "increment on−off MiB", "on−off peak MiB"],
-             [(d["run_id"], d["S"], d["prompts"], d["tokens"], _mib(d["formula"]),
+             [(d["run_id"], d["allocator"], d["S"], d["prompts"], d["tokens"], _mib(d["formula"]),
                _mib(d["mechanism"]), _mib(d["increment"]),
                f"{d['increment'] / d['formula']:.2f}" if d["increment"] else "",
                _mib(d["increment_diff"]), _mib(d["difference"])) for d in f.logits]))
     w("")
-    p1 = [d for d in f.logits if d["prompts"].endswith("x1") and d["increment"]]
+    p1 = [d for d in f.logits if d["prompts"].endswith("x1") and d["increment"]
+          and d["allocator"] == "glibc"] or \
+        [d for d in f.logits if d["prompts"].endswith("x1") and d["increment"]]
     if p1:
         big = max(p1, key=lambda d: d["S"])
         small = min(p1, key=lambda d: d["S"])
         w(f"With 1-token prompts the prefill mechanism is negligible, so the step's transient is "
-          f"the logits gather: at S={big['S']} the request increment is "
+          f"the logits gather ({big['allocator']}): at S={big['S']} the request increment is "
           f"{_mib(big['increment'])} MiB against 2·{big['S']}·vocab·R = {_mib(big['formula'])} MiB "
           f"(ratio {big['increment'] / big['formula']:.2f}); at S={small['S']} it is "
           f"{_mib(small['increment'])} MiB against {_mib(small['formula'])} MiB, where a fixed "
           "per-step cost of the same order as the gather dominates. The term grows with the "
           "sampled rows as 2·rows·vocab·R says, which is why the prefill rows use max_num_seqs 1 "
           "(the estimator counts it separately as `lora_logits_scratch`).")
-        p16 = [d for d in f.logits if d["prompts"].endswith("x16") and d["increment"]]
+        p16 = [d for d in f.logits if d["prompts"].endswith("x16") and d["increment"]
+               and d["allocator"] == big["allocator"]]
         top16 = max(p16, key=lambda d: d["S"]) if p16 else None
         if top16:
             w("")
