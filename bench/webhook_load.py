@@ -46,10 +46,38 @@ def review(obj: dict, path_kind: str = "deployments") -> dict:
                     "fieldManager": "kubectl-client-side-apply"}}}
 
 
+def as_applied(obj: dict) -> dict:
+    """The object as kube-apiserver sends it after `kubectl apply`: defaulted fields, the
+    last-applied-configuration annotation and a managedFields entry (3-5 KB reviews)."""
+    out = json.loads(json.dumps(obj))
+    meta = out["metadata"]
+    meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = \
+        json.dumps(obj, separators=(",", ":"))
+    meta.update({"uid": str(uuid.uuid4()), "creationTimestamp": None, "generation": 1,
+                 "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update",
+                                    "apiVersion": out["apiVersion"], "time": "2026-11-30T08:00:00Z",
+                                    "fieldsType": "FieldsV1",
+                                    "fieldsV1": {"f:metadata": {"f:annotations": {".": {}}},
+                                                 "f:spec": {"f:replicas": {}, "f:selector": {},
+                                                            "f:template": {"f:spec": {}}}}}]})
+    spec = out["spec"]
+    spec.update({"progressDeadlineSeconds": 600, "revisionHistoryLimit": 10,
+                 "strategy": {"type": "RollingUpdate",
+                              "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}})
+    pod = spec["template"]["spec"]
+    pod.update({"dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName":
+                "default-scheduler", "securityContext": {}, "terminationGracePeriodSeconds": 30})
+    for c in pod["containers"]:
+        c.update({"imagePullPolicy": "IfNotPresent", "terminationMessagePath":
+                  "/dev/termination-log", "terminationMessagePolicy": "File"})
+    return out
+
+
 def payloads() -> dict[str, bytes]:
     vllm = yaml.safe_load((ROOT / "examples/01-cpu-lora-deployment.yaml").read_text())
     vllm["metadata"]["labels"] = {"app.kubernetes.io/name": "qwen3-lora-cpu", "team": "ml-platform"}
     nginx = yaml.safe_load((ROOT / "examples/08-nginx-deployment.yaml").read_text())
+    vllm, nginx = as_applied(vllm), as_applied(nginx)
     return {"vllm (mutated)": json.dumps(review(vllm)).encode(),
             "nginx (not vLLM)": json.dumps(review(nginx)).encode()}
 
