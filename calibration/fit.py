@@ -263,7 +263,8 @@ def fit(csv_rows: List[Dict[str, str]], published: dict) -> Fit:
 
     decomposition = {}
     for fam in sorted({family(x.row) for x in results if x.role != "published"}):
-        d = decompose([x.cal for x in results if x.role != "published" and family(x.row) == fam])
+        d = decompose([x.cal for x in results if x.role != "published" and family(x.row) == fam
+                       and int(x.row.get("max_loras") or 1) == 1])
         if d is not None:
             decomposition[fam] = d
 
@@ -525,19 +526,21 @@ def render_report(f: Fit, png_written: bool) -> str:
              f"{abs(lin.b) / MIB:,.0f} MiB (n={lin.n}, R² {lin.r2:.4f})" if lin else ""))
     if f.decomposition:
         w("")
-        w("Diagnostic, not used by the estimator: the on−off difference of every measured row of "
-          "a family (training and validation) split as a·mechanism + k·slot + c, slot = one "
+        w("Diagnostic, not used by the estimator: the on−off difference of every measured "
+          "max_loras-1 row of a family (training and validation) split as a·mechanism + k·slot + "
+          "c, slot = one "
           "adapter slot (all wrapped linears at rank R, no vocab buffers; the estimator subtracts "
           "2 slots), c a constant:")
         w("")
         for fam, d in sorted(f.decomposition.items()):
+            reading = ("fewer stacked/cached slots than the 2 `_derive` subtracts, plus a "
+                       "rank-independent part c it does not subtract" if 0 <= d.k < 2 and d.c > 0
+                       else "no physical reading: the family's factor changes with T, which "
+                       "this linear split cannot absorb")
             w(f"* **{fam}**: a = {d.a:.3f}, k = {d.k:.2f} slots, c = {d.c / MIB:,.0f} MiB "
-              f"(n={d.n}, largest residual {d.max_abs_residual / MIB:,.0f} MiB)")
+              f"(n={d.n}, largest residual {d.max_abs_residual / MIB:,.0f} MiB): {reading}")
         w("")
-        w("A k below 2 and a c of a few hundred MiB say that the LoRA-on run holds less adapter "
-          "storage than the two slots `_derive` subtracts and a rank-independent part (LoRA "
-          "bookkeeping, adapter file cache) that it does not subtract; with few rows these are "
-          "rough.")
+        w("With few rows these are rough.")
     ranks = sorted({x.cal.rank for x in res if x.role != "published"})
     layers = sorted({x.cal.geometry.num_layers for x in res if x.role != "published"})
     widths = sorted({L.widest_lora_projection(x.cal.geometry) for x in res if x.role != "published"})
