@@ -201,7 +201,7 @@ def _family_rows(allocator: str, rows: tuple[CalibrationRow, ...]) -> tuple[list
         if own:
             return own, f"{allocator} rows"
         return measured, f"no {allocator} rows: all measured rows used"
-    return measured, "allocator unknown: the larger of every build family's rows"
+    return measured, "allocator unknown: the larger of the glibc and tcmalloc curves"
 
 
 def _factor_at(tokens: int, rows: list[CalibrationRow]) -> tuple[float, str]:
@@ -281,7 +281,8 @@ def calculate_lora_prefill_scratch_bytes(geometry: ModelGeometry, rank: int, tok
             f"mechanism × largest observed factor + {SCRATCH_EXTRAPOLATION_MARGIN.value:.0%} margin; "
             "the term grows faster than linear there, treat it as a LOWER BOUND")
     floors = [r for r in guards if r.kind == "floor" and r.tokens <= tokens]
-    for r in floors:
+    if floors:  # the nearest OOM floor below T says the most
+        r = max(floors, key=lambda f: (f.tokens, f.difference_bytes))
         notes.append(f"measured floor: at T={r.tokens} ({r.id}) the scratch exceeded "
                      f"{r.difference_bytes / GiB:.2f} GiB (OOM)")
     if floor_row is not None:
