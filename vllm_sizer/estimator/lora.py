@@ -131,6 +131,7 @@ class CalibrationRow:
     difference_bytes: int
     source: str
     role: str = "fit"  # fit: shapes the curve; validation: held back, guards its own point only
+    max_loras: int = 1
     # Derived once at load (see `_derive`): the scratch net of adapter storage, the mechanism at
     # this row's T, and the factor between them.
     scratch_bytes: float = 0.0
@@ -140,10 +141,12 @@ class CalibrationRow:
 
 def _derive(row: CalibrationRow) -> CalibrationRow:
     """The prefill scratch alone: the on−off difference minus the adapter storage the LoRA-on
-    run also held (one stacked slot and one cached adapter). lm_head/embedding LoRA buffers are
+    run also held (max_loras stacked slots and as many cached adapters, vLLM's default
+    max_cpu_loras). lm_head/embedding LoRA buffers are
     not subtracted (whether the run had them depends on its vLLM version): the scratch keeps
     them, the larger reading."""
-    storage = 2 * adapter_slot_bytes(row.geometry, row.rank, row.lora_dtype_bytes, vocab_lora=False)
+    storage = 2 * row.max_loras * adapter_slot_bytes(row.geometry, row.rank, row.lora_dtype_bytes,
+                                                     vocab_lora=False)
     scratch = max(row.difference_bytes - storage, 0)
     mech = mechanism_bytes_per_token(row.geometry, row.rank, row.lora_dtype_bytes) * row.tokens
     return replace(row, scratch_bytes=scratch, mechanism=mech, factor=scratch / mech)
@@ -168,7 +171,7 @@ def load_calibration() -> tuple[CalibrationRow, ...]:
             id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
             geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
             tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
-            source=r["source"], role=r.get("role", "fit"))))
+            source=r["source"], role=r.get("role", "fit"), max_loras=int(r.get("max_loras") or 1))))
     return tuple(rows)
 
 
