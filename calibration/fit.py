@@ -53,19 +53,9 @@ TRAIN_SHAPE = (1024, 3072)  # hidden, intermediate of Qwen3-0.6B
 # ---------------------------------------------------------------------------- rows
 
 def calibration_row(r: dict) -> L.CalibrationRow:
-    """One JSON row -> the estimator's CalibrationRow, parsed as load_calibration does
+    """One JSON row -> the estimator's CalibrationRow, parsed exactly as load_calibration does
     (role "fit" shapes the curve, "validation" guards only its own configuration)."""
-    g = r["geometry"]
-    geo = ModelGeometry(
-        num_layers=g["num_layers"], hidden_size=g["hidden_size"],
-        intermediate_size=g["intermediate_size"], num_attention_heads=g["num_attention_heads"],
-        num_kv_heads=g["num_kv_heads"], head_dim=g["head_dim"], vocab_size=g["vocab_size"],
-        model_type=g.get("model_type", ""))
-    return L._derive(L.CalibrationRow(
-        id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
-        geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=L._DTYPE[r["lora_dtype"]],
-        tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
-        source=r["source"], role=r.get("role", "fit")))
+    return L.row_from_json(r)
 
 
 def is_published(r: dict) -> bool:

@@ -155,24 +155,27 @@ def _derive(row: CalibrationRow) -> CalibrationRow:
 _DTYPE = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
+def row_from_json(r: dict) -> CalibrationRow:
+    """One row of data/lora_scratch_calibration.json → a CalibrationRow with its derived
+    scratch, mechanism and factor (calibration/fit.py reads rows the same way)."""
+    g = r["geometry"]
+    geo = ModelGeometry(
+        num_layers=g["num_layers"], hidden_size=g["hidden_size"],
+        intermediate_size=g["intermediate_size"], num_attention_heads=g["num_attention_heads"],
+        num_kv_heads=g["num_kv_heads"], head_dim=g["head_dim"], vocab_size=g["vocab_size"],
+        model_type=g.get("model_type", ""))
+    return _derive(CalibrationRow(
+        id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
+        geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
+        tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
+        source=r["source"], role=r.get("role", "fit"), max_loras=int(r.get("max_loras") or 1)))
+
+
 @lru_cache(maxsize=1)
 def load_calibration() -> tuple[CalibrationRow, ...]:
     raw = json.loads(resources.files(__package__).joinpath(
         "data/lora_scratch_calibration.json").read_text())
-    rows = []
-    for r in raw["rows"]:
-        g = r["geometry"]
-        geo = ModelGeometry(
-            num_layers=g["num_layers"], hidden_size=g["hidden_size"],
-            intermediate_size=g["intermediate_size"], num_attention_heads=g["num_attention_heads"],
-            num_kv_heads=g["num_kv_heads"], head_dim=g["head_dim"], vocab_size=g["vocab_size"],
-            model_type=g.get("model_type", ""))
-        rows.append(_derive(CalibrationRow(
-            id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
-            geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
-            tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
-            source=r["source"], role=r.get("role", "fit"), max_loras=int(r.get("max_loras") or 1))))
-    return tuple(rows)
+    return tuple(row_from_json(r) for r in raw["rows"])
 
 
 @lru_cache(maxsize=1)

@@ -225,6 +225,16 @@ class HubConfigFetcher:
             await self._session.close()
 
 
+def list_items(resp: Any) -> list[dict[str, Any]]:
+    """Items of a raw (`_preload_content=False`) kubernetes-client list response, as dicts."""
+    try:
+        data = json.loads(resp.data)
+    finally:
+        if hasattr(resp, "release_conn"):
+            resp.release_conn()
+    return list(data.get("items") or [])
+
+
 class ClusterModelConfigs:
     """ModelConfigLookup backed by ConfigMaps labelled `vllm-sizer.io/model-configs: "true"`
     (in `settings.model_configs_namespace`, or every namespace when None), and optionally the
@@ -340,12 +350,7 @@ class ClusterModelConfigs:
         ns = self.settings.model_configs_namespace
         resp = (self._api.list_namespaced_config_map(ns, **kwargs) if ns else
                 self._api.list_config_map_for_all_namespaces(**kwargs))
-        try:
-            data = json.loads(resp.data)
-        finally:
-            if hasattr(resp, "release_conn"):
-                resp.release_conn()
-        return list(data.get("items") or [])
+        return list_items(resp)
 
     async def close(self) -> None:
         if self.hub is not None:
@@ -383,15 +388,7 @@ class BackgroundListing:
             self._api_client = self.api_client_factory()
         return self._api_client
 
-    @staticmethod
-    def _items(resp: Any) -> list[dict[str, Any]]:
-        """Items of a raw (`_preload_content=False`) list response, as plain dicts."""
-        try:
-            data = json.loads(resp.data)
-        finally:
-            if hasattr(resp, "release_conn"):
-                resp.release_conn()
-        return list(data.get("items") or [])
+    _items = staticmethod(list_items)
 
     async def refresh(self) -> None:
         self.listings += 1
