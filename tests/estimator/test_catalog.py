@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -7,26 +8,39 @@ import pytest
 
 from vllm_sizer.estimator import ModelGeometry, catalog_ids, lookup_model
 
-PUBLISHED = json.loads((Path(__file__).parents[1] / "data" / "published_parameter_counts.json").read_text())
+ROOT = Path(__file__).parents[2]
+ENTRIES = [json.loads(p.read_text())
+           for p in sorted((ROOT / "vllm_sizer/estimator/catalog").glob("*.json"))]
+PUBLISHED = [e for e in ENTRIES if e.get("published_parameters")]
 
 
-def test_catalog_has_at_least_30_models_each_with_a_source():
+def test_catalog_has_at_least_300_models_each_with_a_public_source():
     ids = catalog_ids()
-    assert len(ids) >= 30
-    for model in ids:
-        entry = lookup_model(model)
-        assert entry["source"].get("repo") or entry["source"].get("note")
+    assert len(ids) >= 300
+    assert len(ids) == len(ENTRIES)  # the index lists every file
+    for entry in ENTRIES:
+        src = entry["source"]
+        assert src["repo"] and src["path"] and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+        assert lookup_model(entry["id"])["config"] == entry["config"]
         ModelGeometry.from_hf_config(entry["config"])  # every entry reads
 
 
 @pytest.mark.parametrize("entry", PUBLISHED, ids=[e["id"] for e in PUBLISHED])
 def test_parameter_count_matches_published(entry):
-    g = ModelGeometry.from_hf_config(lookup_model(entry["id"])["config"])
-    assert g.parameter_count() == pytest.approx(entry["count"], rel=entry["tolerance"])
+    pub = entry["published_parameters"]
+    g = ModelGeometry.from_hf_config(entry["config"])
+    assert g.parameter_count() == pytest.approx(pub["count"], rel=pub.get("tolerance", 0.02))
+    assert pub["source"]
 
 
-def test_at_least_eight_published_counts():
-    assert len(PUBLISHED) >= 8
+def test_many_published_counts():
+    assert len(PUBLISHED) >= 25
+
+
+def test_index_and_models_doc_are_generated_from_the_entries():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts/build_catalog.py"), "--check"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("spelling", ["Qwen/Qwen3-0.6B", "qwen/qwen3-0.6b", "hf://Qwen/Qwen3-0.6B",

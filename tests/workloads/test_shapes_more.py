@@ -227,10 +227,15 @@ def test_local_directory_named_like_a_catalog_model():
     w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
                             "command": ["vllm", "serve", "/models/Qwen3-8B"]}))[0]
     assert w.model_config_source == "catalog"
-    assert any("directory name" in m for m in messages(w, "warning"))
+    assert any("Qwen/Qwen3-8B assumed from the name '/models/Qwen3-8B'" in m
+               and "last part" in m for m in messages(w, "warning"))
+    assert w.model_note and "Qwen/Qwen3-8B" in w.model_note
     w = read_workloads(pod({"image": "vllm/vllm-openai:v0.11.0",
                             "command": ["vllm", "serve", "/models/my-finetune"]}))[0]
     assert w.model_config_source == "none"
+    # the error says which way of supplying the config fits a local path
+    assert any("cannot open" in m and "vllm-sizer.io/model-config annotation on Pod" in m
+               for m in messages(w, "error"))
 
 
 def test_flag_and_value_in_one_item_is_flagged():

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..estimator import EstimatorError, build_report, lookup_model, ModelGeometry
+from ..estimator import EstimatorError, build_report, ModelGeometry
+from ..estimator.names import resolve_model
 from ..estimator.report import MemoryReport
 from ..estimator.units import GiB
 from ..estimator.versions import VllmVersion
@@ -71,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"device": args.device})
 
     try:
-        config = _model_config(args.model_config, settings.model)
+        config, note = _model_config(args.model_config, settings.model)
         report = build_report(ModelGeometry.from_hf_config(config), settings)
+        if note:
+            report.notes.insert(0, note)
     except EstimatorError as exc:
         return _fail(str(exc))
     except (OSError, ValueError) as exc:
@@ -89,19 +92,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_config(path: Path | None, model: str | None) -> dict[str, Any]:
+def _model_config(path: Path | None, model: str | None) -> tuple[dict[str, Any], str | None]:
+    """The config and, when a name rule chose it, the note that says so."""
     if path is not None:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
             raise ValueError(f"{path} is not a JSON object")
-        return data
+        return data, None
     if model is None:
         model = "Qwen/Qwen3-0.6B"  # vLLM ModelConfig default model (0.11, 0.33)
-    entry = lookup_model(model)
-    if entry is None:
-        raise EstimatorError(
-            f"unknown model '{model}': pass its config.json with --model-config FILE")
-    return entry["config"]
+    res = resolve_model(model)
+    if res.config is None:
+        raise EstimatorError(f"unknown model '{model}'"
+                             + (f" ({res.refusal})" if res.refusal else "")
+                             + ": pass its config.json with --model-config FILE")
+    return res.config, res.note
 
 
 def render_text(report: MemoryReport) -> str:

@@ -3,7 +3,7 @@
 Everything downstream (weights, KV cache, LoRA buffers, the CPU LoRA scratch) is computed from
 this typed model, never from the raw dict. Parameter counts are derived from the layer shapes
 of the reference implementations (transformers / vLLM model files) and checked in tests against
-published counts (tests/data/published_parameter_counts.json).
+published counts (the catalog entries' "published_parameters", tests/estimator/test_catalog.py).
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ QUANT_BYTES_PER_PARAM: dict[str, float] = {
     "fp8": 1.0,
     "compressed-tensors": 1.0,  # most published compressed-tensors checkpoints are w8a8 fp8/int8
     "mxfp4": 4.25 / 8,
+    # NVFP4 (NVIDIA ModelOpt): 4-bit E2M1 values, one FP8 E4M3 scale per 16 values (plus one
+    # fp32 per tensor) = 4.5 bits.
+    "nvfp4": 4.5 / 8,
+    "modelopt_fp4": 4.5 / 8,
 }
 
 
@@ -422,12 +426,30 @@ def _read_quantization(q: Any) -> Quantization | None:
     method = str(q.get("quant_method") or q.get("quant_type") or "").lower()
     if not method:
         return None
-    bits = q.get("bits") or q.get("w_bit")
+    bits = q.get("bits") or q.get("w_bit") or _weight_bits(q)
+    algo = str(q.get("quant_algo") or "").lower()  # ModelOpt: {"quant_algo": "NVFP4" | "FP8"}
+    if method == "modelopt" and algo:
+        method = "nvfp4" if "fp4" in algo else "fp8"
     if method in {"awq", "gptq"} and bits and int(bits) == 8:
         bpp = 8.16 / 8
+    elif method in {"compressed-tensors", "bitsandbytes"} and bits:
+        # w4a16 groups of 128 (llm-compressor's default) carry scales like GPTQ; 8-bit is
+        # one byte per weight plus per-channel scales
+        bpp = 4.16 / 8 if int(bits) <= 4 else 1.0
     else:
         bpp = QUANT_BYTES_PER_PARAM.get(method, 1.0)
     return Quantization(method=method, bits=int(bits) if bits else None, bytes_per_param=bpp)
+
+
+def _weight_bits(q: Mapping[str, Any]) -> int | None:
+    """compressed-tensors: config_groups.<group>.weights.num_bits (the smallest group)."""
+    groups = q.get("config_groups")
+    if not isinstance(groups, Mapping):
+        return None
+    found = [g["weights"].get("num_bits") for g in groups.values()
+             if isinstance(g, Mapping) and isinstance(g.get("weights"), Mapping)]
+    ints = [int(b) for b in found if isinstance(b, (int, float))]
+    return min(ints) if ints else None
 
 
 def _vision_parameters(v: Any) -> int:

@@ -173,7 +173,10 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
     try:
         geometry = cached_geometry(w.model_config) if w.model_config_source == "catalog" \
             else ModelGeometry.from_hf_config(w.model_config)
-        return build_report(geometry, w.settings), geometry, None
+        report = build_report(geometry, w.settings)
+        if w.model_note:  # the geometry was taken by a name rule: the report says so
+            report = report.model_copy(update={"notes": [w.model_note, *report.notes]})
+        return report, geometry, None
     except EstimatorError as exc:
         return None, None, str(exc)
 

@@ -56,6 +56,8 @@ class Workload:
     lora_modules: list[str] = field(default_factory=list)  # --lora-modules items as written
     argv: list[str] = field(default_factory=list)  # the vLLM invocation's flags after expansion
     runtime: str | None = None  # KServe ServingRuntime used (name), for InferenceServices
+    # how the model name was matched to a catalog geometry when not exactly (estimator.names)
+    model_note: str | None = None
 
 
 @dataclass

@@ -28,6 +28,7 @@ from typing import Any, Callable
 import yaml
 
 from ..estimator import catalog
+from ..estimator.names import resolve_model
 from ..estimator.versions import VllmVersion
 from . import images
 from .device import detect_device
@@ -619,7 +620,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags
 
-    config, source, cdiags = _resolve_config(info, lookup_keys)
+    config, source, cdiags, model_note = _resolve_config(info, lookup_keys,
+                                                         _served_names(located.flags))
     diags += cdiags
 
     return Workload(
@@ -632,7 +634,25 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                      for d in info.diagnostics + diags],
         skip_reason=info.skip_reason or skip_reason or view.skip_reason,
         effective_env=eff_env, gpu_count=dev.gpu_count, device=dev.device, vllm_version=version,
-        lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime)
+        lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime,
+        model_note=model_note)
+
+
+def _served_names(flags: list[str]) -> list[str]:
+    """--served-model-name values (nargs="+"): aliases that may name the real model."""
+    out: list[str] = []
+    for i, tok in enumerate(flags):
+        key, eq, value = tok.partition("=")
+        if key.replace("_", "-") != "--served-model-name":
+            continue
+        if eq:
+            out.append(value)
+            continue
+        for nxt in flags[i + 1:]:
+            if nxt.startswith("-"):
+                break
+            out.append(nxt)
+    return [v for v in out if v][:8]
 
 
 def _script_files_loader(files: dict[str, str], fallback: Callable[[str], dict | None] | None,
@@ -655,19 +675,25 @@ def _script_files_loader(files: dict[str, str], fallback: Callable[[str], dict |
     return load
 
 
-def _resolve_config(info: _ObjectInfo, keys: list[str]
-                    ) -> tuple[dict[str, Any] | None, str, list[Diagnostic]]:
+def _resolve_config(info: _ObjectInfo, keys: list[str], served_names: list[str] | None = None
+                    ) -> tuple[dict[str, Any] | None, str, list[Diagnostic], str | None]:
+    """(config, source, diagnostics, note) for the model the container serves: the object's
+    annotation, then the catalog by exact id or path, then the caller's resolver (cluster
+    ConfigMaps, the Hub), then the catalog's name rules (estimator.names), then the
+    --served-model-name aliases by the same rules. `note` says which name rule was used."""
     diags: list[Diagnostic] = []
     if info.model_config is not None:
-        return info.model_config, "annotation", diags
+        return info.model_config, "annotation", diags, None
     for key in keys:
         cfg = info.model_configs.get(catalog.normalise_model_id(key))
         if cfg is not None:
-            return cfg, "annotation", diags
-    for key in keys:
-        entry = catalog.lookup(key)
-        if entry is not None and isinstance(entry.get("config"), dict):
-            return entry["config"], "catalog", diags
+            return cfg, "annotation", diags, None
+    resolutions = [resolve_model(key) for key in keys]
+    for res in resolutions:
+        if res.config is not None and res.rule in ("exact", "path"):
+            if res.note:
+                diags.append(Diagnostic("info", res.note, raw=res.query))
+            return res.config, "catalog", diags, res.note
     resolver = info.context.model_resolver
     if resolver is not None:
         for key in keys:
@@ -678,27 +704,41 @@ def _resolve_config(info: _ObjectInfo, keys: list[str]
                                         f"{type(exc).__name__}: {exc}"))
                 continue
             if isinstance(cfg, dict) and cfg:
-                return cfg, "resolver", diags
-    for key in keys:  # a local directory named like a catalog model: /models/Qwen3-8B
-        base = catalog.normalise_model_id(key).rstrip("/").rsplit("/", 1)[-1]
-        if "/" not in key.strip("/") or not base:
-            continue
-        hits = [i for i in catalog.catalog_ids() if i.lower().rsplit("/", 1)[-1] == base]
-        if len(hits) == 1:
-            entry = catalog.lookup(hits[0])
-            if entry is not None and isinstance(entry.get("config"), dict):
-                diags.append(Diagnostic(
-                    "warning", f"model path {key!r} matched the catalog's {hits[0]} by its "
-                    f"directory name; if that is wrong, set the {ANNOTATION_MODEL_CONFIG} "
-                    "annotation", raw=key))
-                return entry["config"], "catalog", diags
+                return cfg, "resolver", diags, None
+    by_alias = [resolve_model(n) for n in (served_names or []) if n not in keys]
+    for res, via in [(r, None) for r in resolutions] + [(r, "--served-model-name") for r in by_alias]:
+        if res.config is not None:
+            note = res.note if via is None else f"{res.note}, the name given by {via}"
+            diags.append(Diagnostic(
+                "warning", f"{note}; if that is wrong, supply the config with the "
+                f"{ANNOTATION_MODEL_CONFIG} annotation", raw=res.query))
+            return res.config, "catalog", diags, note
     model = keys[0] if keys else "(none)"
-    diags.append(Diagnostic(
-        "error", f"cannot size: no config.json known for model {model!r} (not in the built-in "
-        "catalog" + (", not found by the resolver" if resolver is not None else "") + "). "
-        f"Supply it with the {ANNOTATION_MODEL_CONFIG} annotation (the model's config.json "
-        "inline) or a model-config ConfigMap", raw=model))
-    return None, "none", diags
+    refusal = next((r.refusal for r in resolutions if r.refusal), None)
+    diags.append(Diagnostic("error", f"cannot size: no config.json known for model {model!r} ("
+                            + (refusal if refusal else "not in the built-in catalog and no "
+                               "name rule matches" + (", not found by the resolver"
+                                                      if resolver is not None else ""))
+                            + "). " + _how_to_supply(model, info), raw=model))
+    return None, "none", diags, None
+
+
+def _how_to_supply(model: str, info: _ObjectInfo) -> str:
+    """The way of supplying a config that fits this object and this kind of model name."""
+    where = f"{info.kind} {info.namespace + '/' if info.namespace else ''}{info.name}"
+    annotation = (f"set the {ANNOTATION_MODEL_CONFIG} annotation on {where} to the model's "
+                  "config.json")
+    if model.startswith(("/", ".")) or "://" in model and not model.lower().startswith(
+            ("hf://", "huggingface://")):
+        return (f"The model is read from {model!r}, which vllm-sizer cannot open: {annotation} "
+                "(the file vLLM reads there at start)")
+    hub_id = catalog.normalise_model_id(model)
+    if hub_id.count("/") == 1:
+        org, name = model.split("://", 1)[-1].split("@", 1)[0].strip("/").split("/", 1)
+        return (f"Supply it: {annotation}, or put it in a ConfigMap labelled "
+                f"vllm-sizer.io/model-configs=true under the key '{org}--{name}', or enable the "
+                "Hub lookup (hub.enabled)")
+    return f"Supply it: {annotation}"
 
 
 __all__ = ["read_workloads", "ReadContext", "Workload"]

@@ -1,0 +1,108 @@
+"""Name resolution (estimator.names): every rule, its note, and refusals instead of guesses.
+
+Names use organisations that no catalog entry has (acme-mirror, someone), so the rules stay
+exercised as the catalog grows."""
+
+import pytest
+
+from vllm_sizer.estimator import ModelGeometry, catalog
+from vllm_sizer.estimator.names import LINEAGE, resolve_model
+
+
+def sig(model_id):
+    return catalog.geometry_signature(catalog.entry(model_id)["config"])
+
+
+@pytest.mark.parametrize("spelling", ["Qwen/Qwen3-8B", "qwen/qwen3-8b", "hf://Qwen/Qwen3-8B",
+                                      "Qwen/Qwen3-8B@main", "hf://Qwen/Qwen3-8B@v1/",
+                                      "https://huggingface.co/Qwen/Qwen3-8B",
+                                      "https://huggingface.co/Qwen/Qwen3-8B/tree/main"])
+def test_exact_spellings_resolve_without_a_note(spelling):
+    r = resolve_model(spelling)
+    assert r.rule == "exact" and r.model_id == "Qwen/Qwen3-8B" and r.note is None
+
+
+def test_a_path_ending_in_org_name_is_a_path_with_a_note():
+    r = resolve_model("/mnt/models/Qwen/Qwen3-8B")
+    assert r.rule == "path" and r.model_id == "Qwen/Qwen3-8B" and "path" in r.note
+    r = resolve_model("s3://bucket/llm/Qwen/Qwen3-8B")
+    assert r.model_id == "Qwen/Qwen3-8B"
+
+
+def test_another_org_and_a_directory_name():
+    r = resolve_model("acme-mirror/Qwen3-8B")
+    assert r.rule == "org" and r.model_id == "Qwen/Qwen3-8B"
+    assert "assumed from the name 'acme-mirror/Qwen3-8B'" in r.note
+    r = resolve_model("/data/Qwen3-8B")
+    assert r.model_id == "Qwen/Qwen3-8B" and "last part" in r.note
+
+
+@pytest.mark.parametrize("suffix, method, bits", [
+    ("AWQ", "awq", 4), ("GPTQ-Int4", "gptq", 4), ("GPTQ-Int8", "gptq", 8),
+    ("FP8-dynamic", "fp8", None), ("FP8", "fp8", None), ("w8a8", "compressed-tensors", 8),
+    ("quantized.w4a16", "compressed-tensors", 4), ("bnb-4bit", "bitsandbytes", 4),
+    ("NVFP4", "nvfp4", 4), ("AWQ-INT4", "awq", 4)])
+def test_quantization_suffix_changes_weight_bytes_never_the_shape(suffix, method, bits):
+    r = resolve_model(f"acme-mirror/Qwen3-8B-{suffix}")
+    assert r.config is not None and r.note and suffix.lower() in r.note.lower()
+    assert catalog.geometry_signature(r.config) == sig("Qwen/Qwen3-8B")
+    q = ModelGeometry.from_hf_config(r.config).quantization
+    assert q is not None and q.method == method and (bits is None or q.bits == bits)
+    full = ModelGeometry.from_hf_config(catalog.entry("Qwen/Qwen3-8B")["config"])
+    quant = ModelGeometry.from_hf_config(r.config)
+    assert quant.parameter_count() == full.parameter_count()
+    assert quant.weight_bytes(2) < full.weight_bytes(2)
+
+
+def test_variants_and_the_meta_prefix_pick_the_closest_entry():
+    r = resolve_model("someone/Meta-Llama-3.1-8B-Instruct")
+    assert r.rule in ("org", "variant") and r.model_id == "meta-llama/Llama-3.1-8B-Instruct"
+    r = resolve_model("meta-llama/meta-llama-3.1-8b-instruct")
+    assert r.model_id == "meta-llama/Llama-3.1-8B-Instruct" and r.note
+    r = resolve_model("someone/Meta-Llama-3.1-8B-Instruct-FP8-dynamic")
+    assert r.model_id == "meta-llama/Llama-3.1-8B-Instruct"
+    assert ModelGeometry.from_hf_config(r.config).quantization.method == "fp8"
+
+
+def test_lineage_table_targets_exist_or_are_skipped():
+    for name, (target, source) in LINEAGE.items():
+        assert source
+        r = resolve_model(f"someone/{name}")
+        if catalog.exact_id(target):
+            assert r.config is not None
+            assert catalog.geometry_signature(r.config) == sig(catalog.exact_id(target))
+
+
+def test_a_fine_tune_that_contains_its_base_name():
+    r = resolve_model("someone/Hermes-3-Llama-3.1-8B")
+    assert r.rule == "contained" and sig(r.model_id) == sig("meta-llama/Llama-3.1-8B")
+    assert "contains" in r.note
+
+
+def test_gguf_is_refused_with_a_reason():
+    r = resolve_model("someone/Qwen3-8B-GGUF")
+    assert r.config is None and r.rule == "gguf" and "GGUF" in r.refusal
+    assert resolve_model("/models/qwen3-8b-q4_k_m.gguf").config is None
+
+
+@pytest.mark.parametrize("name", ["foo/bar", "Qwen/Qwen3", "someone/Llama-Guard-3-8B",
+                                  "someone/my-llama", "", "x" * 2000, "acme/8B"])
+def test_names_that_match_nothing_are_not_guessed(name):
+    r = resolve_model(name)
+    assert r.config is None and r.model_id is None
+
+
+def test_different_shapes_under_one_name_are_ambiguous_not_guessed(monkeypatch):
+    rows = catalog.index_entries()
+    a = next(r for r in rows if r["id"] == "Qwen/Qwen3-8B")
+    b = next(r for r in rows if r["id"] == "Qwen/Qwen3-14B")
+    from vllm_sizer.estimator import names
+    tables = ({"twin-8b": [a["id"], b["id"]]}, {})
+    monkeypatch.setattr(names, "_name_tables", lambda: tables)
+    names._resolve.cache_clear()
+    try:
+        r = resolve_model("someone/twin-8b")
+        assert r.config is None and r.rule == "ambiguous"
+        assert set(r.candidates) == {"Qwen/Qwen3-8B", "Qwen/Qwen3-14B"}
+    finally:
+        names._resolve.cache_clear()

@@ -1,0 +1,304 @@
+"""Model names → the catalog geometry they must share, by written rules, said out loud.
+
+`resolve_model(name)` tries, in order (the first rule that gives one geometry wins):
+
+1. exact: the id or an alias, case-insensitive; `hf://`, `huggingface://`, any `scheme://`,
+   `https://huggingface.co/`, `@revision` and trailing `/` are ignored. No note.
+2. path: a local path or storage URI ending in `org/name` (`/models/Qwen/Qwen3-8B`,
+   `s3://bucket/meta-llama/Llama-3.1-8B`).
+3. GGUF is refused: a GGUF file carries its own tensor types and vLLM reads the geometry from
+   it, so no catalog entry is right for it (`cannot size`, with the reason).
+4. same name, other org (re-uploads and mirrors: `unsloth/Llama-3.2-1B-Instruct`).
+5. quantization and format suffixes at the end of the name (`-AWQ`, `-GPTQ-Int4`, `-Int8`,
+   `-FP8-dynamic`, `-w8a8`, `-quantized.w4a16`, `-bnb-4bit`, `-NVFP4`, `-MXFP4`): the base
+   name's geometry with the suffix's quantization (weight bytes change, shapes never do).
+6. variants that share shapes: `-Instruct` / `-it` / `-Chat` / `-hf` / `-Base` / `-pt`
+   added or removed, and Meta's `Meta-` prefix (`Meta-Llama-3.1-8B-Instruct` was renamed
+   `Llama-3.1-8B-Instruct`).
+7. lineage: distills and fine-tunes whose base model is published in their model card
+   (`DeepSeek-R1-Distill-Llama-8B` → `meta-llama/Llama-3.1-8B`), from LINEAGE below.
+8. contained: a fine-tune whose name contains a catalog model's whole name with its size
+   (`Hermes-3-Llama-3.1-8B` → `meta-llama/Llama-3.1-8B`).
+
+Where a rule matches several catalog models of different geometry, nothing is guessed: the
+result is a refusal naming the candidates. A name that matches nothing resolves to None.
+Every rule after 1 produces a note ("geometry of X assumed from the name Y: ...") that the
+reader turns into a warning and the report carries into its notes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from . import catalog
+
+# Tokens that name a weight format when they end a model name, and the quantization_config
+# vLLM would find in such a repo (method, bits). Bytes per parameter follow from
+# geometry.QUANT_BYTES_PER_PARAM; sources: AutoAWQ / AutoGPTQ / llm-compressor naming
+# (RedHatAI, neuralmagic, hugging-quants, Qwen, unsloth repos).
+_QUANT_TOKENS = {"awq", "gptq", "int4", "int8", "w4a16", "w8a8", "w8a16", "w4a8", "fp8", "nvfp4",
+                 "fp4", "mxfp4", "bnb", "4bit", "8bit", "quantized.w4a16", "quantized.w8a8",
+                 "quantized.w8a16", "awq-int4", "gptq-int4", "gptq-int8"}
+_QUANT_QUALIFIERS = {"dynamic", "static", "block", "marlin", "kv", "a16", "g128", "hf"}
+_VARIANT_TOKENS = {"instruct", "it", "chat", "hf", "base", "pt"}
+_SIZE = re.compile(r"^(\d+(\.\d+)?[bm]|\d+x\d+(\.\d+)?b|a\d+(\.\d+)?b)$")
+
+# Published lineages (each model card states the base): canonical name → catalog id.
+LINEAGE: dict[str, tuple[str, str]] = {
+    "deepseek-r1-distill-llama-8b": ("meta-llama/Llama-3.1-8B",
+                                     "DeepSeek-R1 model card: distilled from Llama-3.1-8B"),
+    "deepseek-r1-distill-llama-70b": ("meta-llama/Llama-3.3-70B-Instruct",
+                                      "DeepSeek-R1 model card: from Llama-3.3-70B-Instruct"),
+    "deepseek-r1-distill-qwen-1.5b": ("Qwen/Qwen2.5-Math-1.5B",
+                                      "DeepSeek-R1 model card: from Qwen2.5-Math-1.5B"),
+    "deepseek-r1-distill-qwen-7b": ("Qwen/Qwen2.5-Math-7B",
+                                    "DeepSeek-R1 model card: from Qwen2.5-Math-7B"),
+    "deepseek-r1-distill-qwen-14b": ("Qwen/Qwen2.5-14B",
+                                     "DeepSeek-R1 model card: from Qwen2.5-14B"),
+    "deepseek-r1-distill-qwen-32b": ("Qwen/Qwen2.5-32B",
+                                     "DeepSeek-R1 model card: from Qwen2.5-32B"),
+}
+
+
+@dataclass(frozen=True)
+class ModelResolution:
+    """How a model name was resolved. `config` is None when nothing (or no single geometry)
+    matched; `refusal` then says why, when there is a reason beyond "not known"."""
+
+    query: str
+    model_id: str | None
+    config: dict[str, Any] | None
+    rule: str  # exact | path | org | quantization | variant | lineage | contained | gguf | ambiguous | none
+    note: str | None = None
+    refusal: str | None = None
+    candidates: tuple[str, ...] = ()
+
+    @property
+    def exact(self) -> bool:
+        return self.rule == "exact"
+
+
+def _tokens(name: str) -> list[str]:
+    return [t for t in re.split(r"[-_\s]+", name.lower()) if t]
+
+
+def _split_quant(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """(base tokens, trailing quantization tokens); quantization only when a real format token
+    is in the trailing run (so `-hf` alone is a variant, not a format)."""
+    cut = len(tokens)
+    while cut > 0 and (tokens[cut - 1] in _QUANT_TOKENS or tokens[cut - 1] in _QUANT_QUALIFIERS):
+        cut -= 1
+    run = tokens[cut:]
+    if not any(t in _QUANT_TOKENS for t in run):
+        return tokens, []
+    # "…-Instruct-hf-AWQ": keep variant tokens inside the base
+    return tokens[:cut], run
+
+
+def _quant_config(run: list[str]) -> dict[str, Any] | None:
+    """The quantization_config a repo with this name suffix carries (method, bits)."""
+    joined = "-".join(run)
+    if "mxfp4" in run:
+        return {"quant_method": "mxfp4"}
+    if "nvfp4" in run or "fp4" in run:
+        return {"quant_method": "nvfp4", "bits": 4}
+    if "bnb" in run:
+        return {"quant_method": "bitsandbytes", "bits": 8 if "8bit" in run else 4}
+    if "fp8" in run:
+        return {"quant_method": "fp8"}
+    if "awq" in run or "awq-int4" in run:
+        return {"quant_method": "awq", "bits": 4}
+    if "gptq" in joined:
+        return {"quant_method": "gptq", "bits": 8 if ("int8" in joined or "8bit" in run) else 4}
+    if any(t in run for t in ("w4a16", "quantized.w4a16", "int4", "w4a8")):
+        return {"quant_method": "compressed-tensors", "bits": 4}
+    if any(t in run for t in ("w8a8", "quantized.w8a8", "w8a16", "quantized.w8a16", "int8")):
+        return {"quant_method": "compressed-tensors", "bits": 8}
+    return None
+
+
+def _canonical(tokens: list[str]) -> tuple[str, ...]:
+    """Name tokens without variant words and without Meta's `meta-` prefix."""
+    out = [t for t in tokens if t not in _VARIANT_TOKENS]
+    if out[:1] == ["meta"] and len(out) > 1:
+        out = out[1:]
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _name_tables() -> tuple[dict[str, list[str]], dict[tuple[str, ...], list[str]]]:
+    """name (without org, lowercase) → ids; canonical tokens → ids."""
+    by_name: dict[str, list[str]] = {}
+    by_canon: dict[tuple[str, ...], list[str]] = {}
+    for row in catalog.index_entries():
+        for spelling in [row["id"], *row.get("aliases", [])]:
+            name = spelling.rsplit("/", 1)[-1].lower()
+            by_name.setdefault(name, [])
+            if row["id"] not in by_name[name]:
+                by_name[name].append(row["id"])
+            base, _ = _split_quant(_tokens(name))
+            canon = _canonical(base)
+            by_canon.setdefault(canon, [])
+            if row["id"] not in by_canon[canon]:
+                by_canon[canon].append(row["id"])
+    return by_name, by_canon
+
+
+def _signature(model_id: str) -> tuple[Any, ...]:
+    return tuple(catalog.index_row(model_id)["signature"])
+
+
+def _plain(tokens: list[str]) -> set[str]:
+    base, _ = _split_quant(tokens)
+    return set(base[1:] if base[:1] == ["meta"] else base)
+
+
+def _one_geometry(ids: list[str], org: str | None, query: list[str]
+                  ) -> tuple[str | None, tuple[str, ...]]:
+    """The id to use when all `ids` share one geometry (same org first, then the closest
+    spelling, e.g. the -Instruct entry for an -Instruct name, then unquantized, then
+    alphabetical); else (None, the candidates)."""
+    if not ids:
+        return None, ()
+    if len({_signature(i) for i in ids}) > 1:
+        return None, tuple(sorted(ids))
+    want = _plain(query)
+
+    def rank(i: str) -> tuple[int, int, int, str]:
+        quantized = bool(catalog.entry(i)["config"].get("quantization_config"))
+        distance = len(_plain(_tokens(i.rsplit("/", 1)[-1])) ^ want)
+        return (0 if org and i.lower().startswith(org + "/") else 1, distance, int(quantized), i)
+    return sorted(ids, key=rank)[0], ()
+
+
+_DERIVED: dict[tuple[str, str], dict[str, Any]] = {}  # (id, format) → config, kept for the process
+
+
+def _with_quant(model_id: str, quant: dict[str, Any] | None) -> dict[str, Any]:
+    """The entry's config, with the quantization a name suffix says (the shapes untouched).
+    Derived configs live as long as the process (catalog.cached_geometry keys on identity)."""
+    config: dict[str, Any] = catalog.entry(model_id)["config"]
+    if quant is None:
+        return config
+    key = (model_id, repr(sorted(quant.items())))
+    got = _DERIVED.get(key)
+    if got is None:
+        got = _DERIVED[key] = {**config, "quantization_config": dict(quant)}
+    return got
+
+
+def _describe(quant: dict[str, Any] | None) -> str:
+    if quant is None:
+        return ""
+    bits = f" {quant['bits']}-bit" if quant.get("bits") else ""
+    return f"; weights as {quant['quant_method']}{bits} from the name's suffix"
+
+
+def resolve_model(name: str) -> ModelResolution:
+    """Resolve a model name (see the module docstring for the rules). Never raises."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 1000:
+        return ModelResolution(str(name)[:200], None, None, "none")
+    return _resolve(name.strip())
+
+
+@lru_cache(maxsize=4096)
+def _resolve(name: str) -> ModelResolution:
+    key = catalog.normalise_model_id(name)
+    found = catalog.exact_id(key)
+    if found is not None:
+        return ModelResolution(name, found, catalog.entry(found)["config"], "exact")
+    parts = [p for p in key.split("/") if p]
+    if not parts:
+        return ModelResolution(name, None, None, "none")
+    if len(parts) > 2:
+        found = catalog.exact_id("/".join(parts[-2:]))
+        if found is not None:
+            return ModelResolution(name, found, catalog.entry(found)["config"], "path",
+                                   note=f"model path {name!r} read as {found} (its last two "
+                                   "path parts)")
+    if "gguf" in key:
+        return ModelResolution(name, None, None, "gguf", refusal=(
+            "GGUF checkpoints carry their own tensor types and vLLM reads the geometry from the "
+            "file: vllm-sizer cannot take it from a catalog model; supply the base model's "
+            "config.json with the quantization"))
+    leaf = parts[-1]
+    org = parts[-2] if len(parts) == 2 else None
+    by_name, by_canon = _name_tables()
+    tokens = _tokens(leaf)
+
+    def done(ids: list[str], rule: str, why: str, quant: dict[str, Any] | None = None
+             ) -> ModelResolution | None:
+        chosen, ambiguous = _one_geometry(ids, org, tokens)
+        if chosen is None and ambiguous:
+            return ModelResolution(name, None, None, "ambiguous", candidates=ambiguous, refusal=(
+                f"the name {name!r} matches catalog models of different shapes "
+                f"({', '.join(ambiguous[:5])}) by {why}: not guessed"))
+        if chosen is None:
+            return None
+        note = f"geometry of {chosen} assumed from the name {name!r} ({why}{_describe(quant)})"
+        return ModelResolution(name, chosen, _with_quant(chosen, quant), rule, note=note)
+
+    # 4. the same name under another org (or a path / URI whose last part is the name)
+    is_path = len(parts) > 2 or name.startswith(("/", ".")) or "://" in name
+    if leaf in by_name:
+        got = done(by_name[leaf], "org", "the path's last part is this model's name" if is_path
+                   else "same model name" + (", another organisation" if org else ""))
+        if got is not None:
+            return got
+    base, run = _split_quant(tokens)
+    quant = _quant_config(run) if run else None
+    # 5. a quantization suffix on a known name
+    if run and "-".join(base) in by_name:
+        got = done(by_name["-".join(base)], "quantization",
+                   f"quantization suffix -{'-'.join(run)}", quant)
+        if got is not None:
+            return got
+    # 6. variants (instruct / base / chat / -hf, Meta- prefix), with or without the suffix
+    canon = _canonical(base)
+    if canon and canon in by_canon:
+        ids = by_canon[canon]
+        renamed = any(_plain(_tokens(i.rsplit("/", 1)[-1])) == _plain(base) for i in ids)
+        why = ("Meta's Meta- prefix: Meta-Llama-3.1-* repos were renamed Llama-3.1-*" if renamed
+               else "instruct, base and chat variants share their shapes")
+        got = done(ids, "variant", why + (f"; quantization suffix -{'-'.join(run)}" if run
+                                          else ""), quant)
+        if got is not None:
+            return got
+    # 7. published lineage
+    lineage = LINEAGE.get("-".join(canon))
+    if lineage is not None and catalog.exact_id(lineage[0]):
+        target = catalog.exact_id(lineage[0])
+        assert target is not None
+        return ModelResolution(name, target, _with_quant(target, quant), "lineage",
+                               note=f"geometry of {target} assumed for {name!r} ({lineage[1]}"
+                               f"{_describe(quant)})")
+    # 8. the name contains a whole catalog name with its size
+    best: list[str] = []
+    best_len = 0
+    for cand, ids in by_canon.items():
+        if len(cand) < 2 or len(cand) < best_len or not any(_SIZE.match(t) for t in cand):
+            continue
+        if _contains(canon, cand):
+            if len(cand) > best_len:
+                best, best_len = list(ids), len(cand)
+            else:
+                best.extend(i for i in ids if i not in best)
+    if best:
+        got = done(best, "contained", "its name contains this model's name and size; a "
+                   "fine-tune keeps its base's shapes" + (f"; quantization suffix "
+                                                          f"-{'-'.join(run)}" if run else ""),
+                   quant)
+        if got is not None:
+            return got
+    return ModelResolution(name, None, None, "none")
+
+
+def _contains(hay: tuple[str, ...], needle: tuple[str, ...]) -> bool:
+    n = len(needle)
+    return n < len(hay) and any(hay[i:i + n] == needle for i in range(len(hay) - n + 1))
+
+
+__all__ = ["LINEAGE", "ModelResolution", "resolve_model"]
