@@ -32,6 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
                    help="the model's config.json, for models not in the built-in catalog")
     p.add_argument("--allocator", choices=["glibc", "tcmalloc", "unknown"], default="unknown",
                    help="malloc of the vLLM process (vLLM's CPU images preload tcmalloc)")
+    p.add_argument("--sweep", metavar="FLAG=START:END[:STEP]",
+                   help="the sizing curve: one estimate per value of max-num-batched-tokens, "
+                   "max-lora-rank, max-num-seqs or max-model-len (doubling without STEP)")
+    p.add_argument("--limit", metavar="QUANTITY",
+                   help="with --sweep: a pod memory limit (e.g. 16Gi) to mark what fits")
+    p.add_argument("--plot", metavar="FILE.png|svg",
+                   help="with --sweep: draw the curve (needs the 'plot' extra: matplotlib)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
     p.set_defaults(func=run)
 
@@ -71,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     if args.device:
         settings = settings.model_copy(update={"device": args.device})
 
+    if args.sweep or args.limit or args.plot:
+        return _sweep(args, settings)
     try:
         config, note = _model_config(args.model_config, settings.model)
         report = build_report(ModelGeometry.from_hf_config(config), settings)
@@ -89,6 +98,31 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
         print(render_text(report))
+    return 0
+
+
+def _sweep(args: argparse.Namespace, settings: Any) -> int:
+    from ..workloads.quantity import parse_quantity
+    from . import sweep
+
+    if not args.sweep:
+        return _fail("--limit and --plot go with --sweep FLAG=START:END")
+    try:
+        spec = sweep.parse_sweep(args.sweep)
+        limit = parse_quantity(args.limit) if args.limit else None
+        config, _note = _model_config(args.model_config, settings.model)
+        geometry = ModelGeometry.from_hf_config(config)
+        points = sweep.run_sweep(geometry, settings, spec)
+        best = sweep.largest_fitting(geometry, settings, spec, points, limit) \
+            if limit is not None else None
+        if args.plot:
+            sweep.plot(args.plot, spec, points, limit, best, sweep.describe(settings, settings.model))
+    except EstimatorError as exc:
+        return _fail(str(exc))
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    render = sweep.render_json if args.output == "json" else sweep.render_table
+    print(render(spec, points, limit, best))
     return 0
 
 
