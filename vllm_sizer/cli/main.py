@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import check, estimate, run
+from . import audit, check, estimate, run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.register(sub)
     check.register(sub)
     run.register(sub)
+    audit.register(sub)
     return parser
 
 
