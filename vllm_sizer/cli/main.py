@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import audit, check, estimate, run
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # run as a kubectl plugin (kubectl-vllm_sizer), usage lines say `kubectl vllm-sizer`
+    as_plugin = os.path.basename(sys.argv[0]).startswith("kubectl-")
     parser = argparse.ArgumentParser(
-        prog="vllm-sizer",
+        prog="kubectl vllm-sizer" if as_plugin else "vllm-sizer",
         description="Size vLLM pods: peak memory from the vLLM command line.")
     sub = parser.add_subparsers(dest="command", required=True)
     estimate.register(sub)
