@@ -15,7 +15,7 @@ WORKDIR /src
 # Only what `pip install .` needs (see .dockerignore).
 COPY pyproject.toml README.md ./
 COPY vllm_sizer ./vllm_sizer
-RUN /opt/vllm-sizer/bin/pip install --no-compile . \
+RUN /opt/vllm-sizer/bin/pip install --no-compile '.[operator]' \
  && /opt/vllm-sizer/bin/python -m compileall -q /opt/vllm-sizer/lib \
  && /opt/vllm-sizer/bin/vllm-sizer --help >/dev/null
 

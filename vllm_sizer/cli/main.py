@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from . import audit, check, estimate, run
+# subcommand module → the extra its dependencies come from
+SUBCOMMANDS = {"estimate": None, "check": "cli", "run": "operator", "audit": "operator"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,11 +18,28 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kubectl vllm-sizer" if as_plugin else "vllm-sizer",
         description="Size vLLM pods: peak memory from the vLLM command line.")
     sub = parser.add_subparsers(dest="command", required=True)
-    estimate.register(sub)
-    check.register(sub)
-    run.register(sub)
-    audit.register(sub)
+    for name, extra in SUBCOMMANDS.items():
+        try:
+            module = importlib.import_module(f"{__package__}.{name}")
+        except ImportError as exc:  # an extra that is not installed: say which
+            if extra is None or (exc.name or "").split(".")[0] in ("", "vllm_sizer"):
+                raise  # our own import error is a bug, not a missing extra
+            _missing(sub, name, extra, exc)
+            continue
+        module.register(sub)
     return parser
+
+
+def _missing(sub: argparse._SubParsersAction, name: str, extra: str | None,  # noqa: SLF001
+             exc: ImportError) -> None:
+    p = sub.add_parser(name, help=f"(needs: pip install 'vllm-sizer[{extra}]')", add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def fail(_args: argparse.Namespace) -> int:
+        print(f"vllm-sizer {name}: needs the '{extra}' extra ({exc.name or exc} is not "
+              f"installed): pip install 'vllm-sizer[{extra}]'", file=sys.stderr)
+        return 2
+    p.set_defaults(func=fail)
 
 
 def main(argv: list[str] | None = None) -> int:
