@@ -127,6 +127,7 @@ class HubConfigFetcher:
         self._session: Any = None
         self._token: tuple[float, str | None] = (-1.0, None)
         self.requests = 0  # outbound requests made (tests, metrics)
+        self.statuses: dict[str, int | str] = {}  # key → last HTTP status, or "timeout"/"error"
 
     @staticmethod
     def split(model: str) -> tuple[str, str] | None:
@@ -190,12 +191,14 @@ class HubConfigFetcher:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         ttl, cfg = self.error_ttl, None
+        status: int | str = "error"
         self.requests += 1
         try:
             if self._session is None or self._session.closed:
                 self._session = aiohttp.ClientSession()
             timeout = aiohttp.ClientTimeout(total=self.timeout)
             async with self._session.get(url, headers=headers, timeout=timeout) as resp:
+                status = resp.status
                 if resp.status == 200:
                     raw = await resp.content.read(HUB_MAX_BYTES + 1)
                     if len(raw) > HUB_MAX_BYTES:
@@ -214,11 +217,19 @@ class HubConfigFetcher:
                 else:
                     log.warning("Hub answered HTTP %d for %s@%s", resp.status, repo, rev)
         except asyncio.TimeoutError:
+            status = "timeout"
             log.warning("Hub fetch of %s@%s timed out after %.1fs", repo, rev, self.timeout)
         except (aiohttp.ClientError, ValueError, OSError) as exc:
+            status = "error"
             log.warning("Hub fetch of %s@%s failed: %s", repo, rev, exc)
+        self.statuses[key] = status
         self._cache[key] = (self.clock() + ttl, cfg)
         return cfg
+
+    def status_of(self, model: str) -> int | str | None:
+        """The last answer for a model: an HTTP status, "timeout", "error", or None."""
+        ids = self.split(model)
+        return self.statuses.get(f"{ids[0]}@{ids[1]}".lower()) if ids else None
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
