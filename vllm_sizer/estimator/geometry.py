@@ -170,6 +170,10 @@ class ModelGeometry(BaseModel, frozen=True):
         moe = _read_moe(c, layers, intermediate, model_type)
         if moe and moe.num_moe_layers == layers and not first("intermediate_size"):
             intermediate = moe.expert_intermediate_size
+        if moe and c.get("intermediate_size_mlp"):
+            # Llama 4: dense (non-MoE) layers use intermediate_size_mlp, experts intermediate_size
+            # (transformers Llama4TextDecoderLayer: Llama4TextMLP(config, intermediate_size_mlp)).
+            intermediate = int(c["intermediate_size_mlp"])
 
         sliding, sliding_layers = _read_sliding(c, layers, model_type)
         tie = c.get("tie_word_embeddings")
@@ -380,6 +384,9 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
     per_tok = int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 2)
     expert_inter = int(c.get("moe_intermediate_size") or intermediate)
     shared = int(c.get("shared_expert_intermediate_size") or 0)
+    if model_type == "llama4_text":
+        # Llama4TextMoe always holds one shared expert Llama4TextMLP(config) of intermediate_size.
+        shared = expert_inter
     if not shared and c.get("n_shared_experts"):
         shared = int(c["n_shared_experts"]) * expert_inter
     dense = 0
@@ -387,8 +394,10 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         dense = int(c["first_k_dense_replace"])  # DeepSeek: first k layers dense
     moe_layers = layers - dense
     mlp_only = c.get("mlp_only_layers") or []
-    step = int(c.get("decoder_sparse_step") or 1)
-    if mlp_only or step > 1:  # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0
+    step = int(c.get("decoder_sparse_step") or c.get("interleave_moe_layer_step") or 1)
+    # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0; Llama 4's default moe_layers
+    # (range(step - 1, layers, step), transformers Llama4TextConfig) is the same set.
+    if mlp_only or step > 1:
         moe_layers = sum(1 for i in range(layers)
                          if i not in mlp_only and (i + 1) % step == 0)
     return MoE(num_experts=experts, experts_per_token=per_tok,
