@@ -22,3 +22,10 @@ def test_llama4_interleaved_moe_with_shared_expert_and_dense_mlp_width():
     scout = _geo("meta-llama/Llama-4-Scout-17B-16E-Instruct")
     assert scout.moe.num_moe_layers == 48 and scout.moe.shared_intermediate_size == 8192
     assert scout.parameter_count() == pytest.approx(109e9, rel=0.02)  # model card: 109B total
+
+
+def test_olmo2_qk_norm_spans_all_heads():
+    # OLMo 2's q_norm/k_norm weights are num_heads*head_dim and num_kv_heads*head_dim wide; the
+    # count then equals the checkpoint's safetensors total (54864793600 bytes fp32 / 4).
+    g = _geo("allenai/OLMo-2-1124-13B")
+    assert g.parameter_count() == 54864793600 // 4

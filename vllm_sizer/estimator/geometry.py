@@ -300,7 +300,11 @@ class ModelGeometry(BaseModel, frozen=True):
             n += self.q_width + 2 * self.kv_width
         if self.o_bias:
             n += h
-        if self.qk_norm:
+        if self.qk_norm and self.model_type == "olmo2":
+            # Olmo2Attention: q_norm over num_heads*head_dim, k_norm over num_kv_heads*head_dim
+            # (transformers modeling_olmo2.py), not per head.
+            n += self.q_width + self.kv_width
+        elif self.qk_norm:
             n += 2 * self.head_dim
         if self.attention_sinks:
             n += self.num_attention_heads
