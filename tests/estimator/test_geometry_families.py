@@ -29,3 +29,12 @@ def test_olmo2_qk_norm_spans_all_heads():
     # count then equals the checkpoint's safetensors total (54864793600 bytes fp32 / 4).
     g = _geo("allenai/OLMo-2-1124-13B")
     assert g.parameter_count() == 54864793600 // 4
+
+
+def test_falcon_refinedweb_config_reads_as_falcon():
+    # The RefinedWebModel config of falcon-7b: multi-query attention (1 KV head), a non-gated
+    # GELU MLP and one shared LayerNorm per parallel-attention layer.
+    g = _geo("tiiuae/falcon-7b")
+    assert g.num_kv_heads == 1 and not g.gated_mlp and g.norms_per_layer == 1
+    assert g.parameter_count() == pytest.approx(7e9, rel=0.02)  # model card: 7B
+    assert g.kv_bytes_per_token(2) == 32 * 2 * 64 * 2

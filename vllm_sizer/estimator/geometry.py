@@ -18,7 +18,10 @@ from .errors import MissingConfigField
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
 # Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
 NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloom", "mpt",
-                       "starcoder2", "gpt_bigcode"}
+                       "starcoder2", "gpt_bigcode", "refinedweb", "refinedwebmodel"}
+# Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
+# RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
+FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
@@ -150,7 +153,7 @@ class ModelGeometry(BaseModel, frozen=True):
         hidden = need_int("hidden_size", "d_model", "n_embd")
         heads = need_int("num_attention_heads", "n_head", "num_heads")
         vocab = need_int("vocab_size")
-        kv_heads = int(first("num_key_value_heads", "num_kv_heads") or
+        kv_heads = int(first("num_key_value_heads", "num_kv_heads", "n_head_kv") or
                        (1 if c.get("multi_query") else heads))
         head_dim = int(first("head_dim") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
@@ -201,8 +204,8 @@ class ModelGeometry(BaseModel, frozen=True):
             mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"}
             or bool(c.get("enable_bias")),
             qk_norm=model_type in QK_NORM_TYPES,
-            norms_per_layer=4 if model_type in FOUR_NORM_TYPES else 2,
-            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi", "falcon"},
+            norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
+            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES,
             learned_positions=(int(c.get("max_position_embeddings") or 0) + 2)
             if model_type == "opt" else 0,
             attention_sinks=model_type == "gpt_oss",
@@ -371,6 +374,17 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             per_layer = 2 * self.kv_width
         return int(self.num_layers * per_layer * kv_dtype_bytes)
+
+
+def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
+    """LayerNorms per decoder layer. Falcon's parallel-attention layers share one input_layernorm
+    unless new_decoder_architecture gives attention and MLP their own (ln_attn, ln_mlp)
+    (transformers modeling_falcon.py FalconDecoderLayer, num_ln_in_parallel_attn)."""
+    if model_type not in FALCON_TYPES:
+        return 2
+    if c.get("new_decoder_architecture"):
+        return int(c.get("num_ln_in_parallel_attn") or 2)
+    return 1 if c.get("parallel_attn", True) else 2
 
 
 def _int_or_none(v: Any) -> int | None:
