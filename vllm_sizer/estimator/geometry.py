@@ -18,7 +18,10 @@ from .errors import MissingConfigField
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
 # Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
 NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloom", "mpt",
-                       "starcoder2", "gpt_bigcode"}
+                       "starcoder2", "gpt_bigcode", "refinedweb", "refinedwebmodel"}
+# Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
+# RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
+FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
@@ -154,7 +157,7 @@ class ModelGeometry(BaseModel, frozen=True):
         hidden = need_int("hidden_size", "d_model", "n_embd")
         heads = need_int("num_attention_heads", "n_head", "num_heads")
         vocab = need_int("vocab_size")
-        kv_heads = int(first("num_key_value_heads", "num_kv_heads") or
+        kv_heads = int(first("num_key_value_heads", "num_kv_heads", "n_head_kv") or
                        (1 if c.get("multi_query") else heads))
         head_dim = int(first("head_dim") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
@@ -174,6 +177,10 @@ class ModelGeometry(BaseModel, frozen=True):
         moe = _read_moe(c, layers, intermediate, model_type)
         if moe and moe.num_moe_layers == layers and not first("intermediate_size"):
             intermediate = moe.expert_intermediate_size
+        if moe and c.get("intermediate_size_mlp"):
+            # Llama 4: dense (non-MoE) layers use intermediate_size_mlp, experts intermediate_size
+            # (transformers Llama4TextDecoderLayer: Llama4TextMLP(config, intermediate_size_mlp)).
+            intermediate = int(c["intermediate_size_mlp"])
 
         sliding, sliding_layers = _read_sliding(c, layers, model_type)
         tie = c.get("tie_word_embeddings")
@@ -201,8 +208,8 @@ class ModelGeometry(BaseModel, frozen=True):
             mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"}
             or bool(c.get("enable_bias")),
             qk_norm=model_type in QK_NORM_TYPES,
-            norms_per_layer=4 if model_type in FOUR_NORM_TYPES else 2,
-            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi", "falcon"},
+            norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
+            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES,
             learned_positions=(int(c.get("max_position_embeddings") or 0) + 2)
             if model_type == "opt" else 0,
             attention_sinks=model_type == "gpt_oss",
@@ -300,7 +307,11 @@ class ModelGeometry(BaseModel, frozen=True):
             n += self.q_width + 2 * self.kv_width
         if self.o_bias:
             n += h
-        if self.qk_norm:
+        if self.qk_norm and self.model_type == "olmo2":
+            # Olmo2Attention: q_norm over num_heads*head_dim, k_norm over num_kv_heads*head_dim
+            # (transformers modeling_olmo2.py), not per head.
+            n += self.q_width + self.kv_width
+        elif self.qk_norm:
             n += 2 * self.head_dim
         if self.attention_sinks:
             n += self.num_attention_heads
@@ -369,6 +380,17 @@ class ModelGeometry(BaseModel, frozen=True):
         return int(self.num_layers * per_layer * kv_dtype_bytes)
 
 
+def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
+    """LayerNorms per decoder layer. Falcon's parallel-attention layers share one input_layernorm
+    unless new_decoder_architecture gives attention and MLP their own (ln_attn, ln_mlp)
+    (transformers modeling_falcon.py FalconDecoderLayer, num_ln_in_parallel_attn)."""
+    if model_type not in FALCON_TYPES:
+        return 2
+    if c.get("new_decoder_architecture"):
+        return int(c.get("num_ln_in_parallel_attn") or 2)
+    return 1 if c.get("parallel_attn", True) else 2
+
+
 def _int_or_none(v: Any) -> int | None:
     try:
         return int(v) if v is not None else None
@@ -384,6 +406,9 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
     per_tok = int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 2)
     expert_inter = int(c.get("moe_intermediate_size") or intermediate)
     shared = int(c.get("shared_expert_intermediate_size") or 0)
+    if model_type == "llama4_text":
+        # Llama4TextMoe always holds one shared expert Llama4TextMLP(config) of intermediate_size.
+        shared = expert_inter
     if not shared and c.get("n_shared_experts"):
         shared = int(c["n_shared_experts"]) * expert_inter
     dense = 0
@@ -391,8 +416,10 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         dense = int(c["first_k_dense_replace"])  # DeepSeek: first k layers dense
     moe_layers = layers - dense
     mlp_only = c.get("mlp_only_layers") or []
-    step = int(c.get("decoder_sparse_step") or 1)
-    if mlp_only or step > 1:  # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0
+    step = int(c.get("decoder_sparse_step") or c.get("interleave_moe_layer_step") or 1)
+    # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0; Llama 4's default moe_layers
+    # (range(step - 1, layers, step), transformers Llama4TextConfig) is the same set.
+    if mlp_only or step > 1:
         moe_layers = sum(1 for i in range(layers)
                          if i not in mlp_only and (i + 1) % step == 0)
     return MoE(num_experts=experts, experts_per_token=per_tok,
