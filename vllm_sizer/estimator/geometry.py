@@ -23,6 +23,8 @@ NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloo
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
 QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"}
+# MoE types whose shared expert has a scalar sigmoid gate (see MoE.shared_expert_gate).
+SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next"}
 # Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two.
 FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
 
@@ -58,6 +60,10 @@ class MoE(BaseModel, frozen=True):
     shared_intermediate_size: int = 0  # total width of always-on shared experts
     num_moe_layers: int  # layers whose MLP is the expert block (others are dense)
     expert_bias: bool = False  # gpt-oss experts and router carry biases
+    # Qwen2-MoE / Qwen3-Next scale the shared expert by sigmoid(Linear(hidden, 1)): transformers
+    # models/qwen2_moe/modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert_gate
+    # (nn.Linear(config.hidden_size, 1, bias=False)); vLLM qwen2_moe.py the same ReplicatedLinear.
+    shared_expert_gate: bool = False
 
 
 class MLA(BaseModel, frozen=True):
@@ -320,6 +326,8 @@ class ModelGeometry(BaseModel, frozen=True):
                 per += e.num_experts * (2 * e.expert_intermediate_size + h) + e.num_experts
             if e.shared_intermediate_size:
                 per += self._mlp_parameters(e.shared_intermediate_size)
+                if e.shared_expert_gate:
+                    per += h
             total += e.num_moe_layers * per
         return total, total
 
@@ -393,7 +401,8 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
                          if i not in mlp_only and (i + 1) % step == 0)
     return MoE(num_experts=experts, experts_per_token=per_tok,
                expert_intermediate_size=expert_inter, shared_intermediate_size=shared,
-               num_moe_layers=moe_layers, expert_bias=model_type == "gpt_oss")
+               num_moe_layers=moe_layers, expert_bias=model_type == "gpt_oss",
+               shared_expert_gate=bool(shared) and model_type in SHARED_EXPERT_GATE_TYPES)
 
 
 def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
