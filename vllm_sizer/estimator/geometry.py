@@ -22,7 +22,8 @@ NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloo
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
-QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"}
+QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2",
+                 "qwen3_vl_text", "qwen3_vl_moe_text"}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm
 # MoE types whose shared expert has a scalar sigmoid gate (see MoE.shared_expert_gate).
 SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next"}
 # Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two.
@@ -214,7 +215,8 @@ class ModelGeometry(BaseModel, frozen=True):
             sliding_window_layers=sliding_layers,
             quantization=_read_quantization(c.get("quantization_config")
                                             or top.get("quantization_config")),
-            vision_parameters=_vision_parameters(top.get("vision_config")),
+            vision_parameters=_vision_parameters(top.get("vision_config"),
+                                                str(top.get("model_type") or "").lower()),
         )
 
     # ------------------------------------------------------------------ shapes
@@ -439,12 +441,69 @@ def _read_quantization(q: Any) -> Quantization | None:
     return Quantization(method=method, bits=int(bits) if bits else None, bytes_per_param=bpp)
 
 
-def _vision_parameters(v: Any) -> int:
-    """ViT encoder estimate: per layer 4·h² (attention) + 2·h·inter (MLP), plus patch embedding."""
+def _vision_parameters(v: Any, model_type: str = "") -> int:
+    """Vision tower parameters: exact layer shapes for the Qwen-VL towers, otherwise a ViT
+    estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch embedding)."""
     if not isinstance(v, Mapping):
         return 0
+    if model_type in QWEN_VL_TOWER_TYPES:
+        return _qwen_vl_vision_parameters(v, model_type)
     h = int(v.get("hidden_size") or 0)
     n = int(v.get("num_hidden_layers") or v.get("depth") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
     patch = int(v.get("patch_size") or 14)
     return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h
+
+
+# Qwen-VL vision towers, one formula per family, from the transformers modeling files:
+# qwen2_vl/modeling_qwen2_vl.py (PatchEmbed, Qwen2VLVisionBlock, VisionMlp, PatchMerger),
+# qwen2_5_vl/modeling_qwen2_5_vl.py (Qwen2_5_VLVisionBlock with a gated MLP and RMSNorm,
+# Qwen2_5_VLPatchMerger), qwen3_vl/modeling_qwen3_vl.py (Qwen3VLVisionPatchEmbed with bias,
+# learned pos_embed, Qwen3VLVisionMLP, merger + one deepstack merger per deepstack index).
+QWEN_VL_TOWER_TYPES = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"}
+
+
+def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
+    def num(*keys: str, default: int = 0) -> int:
+        for k in keys:
+            if v.get(k) is not None:
+                return int(v[k])
+        return default
+
+    depth = num("depth", "num_hidden_layers")
+    channels = num("in_chans", "in_channels", default=3)
+    patch = num("patch_size", "spatial_patch_size", default=14)
+    temporal = num("temporal_patch_size", default=2)
+    merge = num("spatial_merge_size", default=2)
+    if model_type == "qwen2_vl":
+        h = num("embed_dim")
+        out = num("hidden_size")
+        inter = int(h * float(v.get("mlp_ratio") or 4))
+    else:
+        h = num("hidden_size")
+        out = num("out_hidden_size")
+        inter = num("intermediate_size", default=4 * h)
+    if not (depth and h and out):
+        return 0
+    attn = 4 * h * h + 4 * h  # qkv (h -> 3h) and proj (h -> h), all with bias
+    if model_type == "qwen2_5_vl":
+        mlp = 3 * h * inter + 2 * inter + h  # gate/up/down, with bias
+        norms = 2 * h  # two RMSNorms (weight only)
+        patch_embed = channels * temporal * patch * patch * h  # Conv3d, bias=False
+    elif model_type == "qwen2_vl":
+        mlp = 2 * h * inter + inter + h  # fc1/fc2 with bias
+        norms = 4 * h  # two LayerNorms (weight + bias)
+        patch_embed = channels * temporal * patch * patch * h
+    else:  # qwen3_vl, qwen3_vl_moe
+        mlp = 2 * h * inter + inter + h
+        norms = 4 * h
+        patch_embed = channels * temporal * patch * patch * h + h  # Conv3d with bias
+        patch_embed += num("num_position_embeddings") * h  # learned position table
+    wide = h * merge * merge
+    merger_linears = wide * wide + wide + wide * out + out
+    ln_q = h if model_type == "qwen2_5_vl" else 2 * h
+    total = patch_embed + depth * (attn + mlp + norms) + ln_q + merger_linears
+    if model_type in {"qwen3_vl", "qwen3_vl_moe"}:
+        deepstack = v.get("deepstack_visual_indexes") or []
+        total += len(deepstack) * (2 * wide + merger_linears)  # LayerNorm over the merged width
+    return total
