@@ -37,3 +37,37 @@ def test_qwen3_vl_tower_counts_position_table_and_deepstack_mergers():
     g = ModelGeometry.from_hf_config(lookup_model("Qwen/Qwen3-VL-8B-Instruct")["config"])
     assert g.qk_norm
     assert g.parameter_count() == pytest.approx(8.77e9, rel=0.002)
+
+
+# The ChatGLM-6B-family config.json pasted in mlc-ai/mlc-llm@79d603f085f50500e9509fa01785ffa7ecfaaa93
+# python/mlc_llm/model/model_preset.py MODEL_PRESETS["chatglm"] (28 layers, padded vocab 65024).
+CHATGLM_6B = {
+    "architectures": ["ChatGLMModel"], "model_type": "chatglm", "add_bias_linear": False,
+    "add_qkv_bias": True, "apply_query_key_layer_scaling": True,
+    "apply_residual_connection_post_layernorm": False, "attention_dropout": 0.0,
+    "attention_softmax_in_fp32": True, "bias_dropout_fusion": True, "ffn_hidden_size": 13696,
+    "fp32_residual_connection": False, "hidden_dropout": 0.0, "hidden_size": 4096,
+    "kv_channels": 128, "layernorm_epsilon": 1e-05, "multi_query_attention": True,
+    "multi_query_group_num": 2, "num_attention_heads": 32, "num_layers": 28,
+    "original_rope": True, "padded_vocab_size": 65024, "post_layer_norm": True, "rmsnorm": True,
+    "seq_length": 8192, "use_cache": True, "torch_dtype": "float16",
+    "transformers_version": "4.30.2", "tie_word_embeddings": False, "eos_token_id": 2,
+    "pad_token_id": 0,
+}
+
+
+def test_chatglm_layout_reads_groups_ffn_and_padded_vocab():
+    # modeling_chatglm.py: SelfAttention.query_key_value = Linear(hidden, hidden + 2*groups*kv_channels,
+    # bias=add_qkv_bias); MLP dense_h_to_4h = Linear(hidden, 2*ffn_hidden_size); Embedding(padded_vocab).
+    g = ModelGeometry.from_hf_config(CHATGLM_6B)
+    assert (g.num_kv_heads, g.head_dim, g.intermediate_size, g.vocab_size) == (2, 128, 13696, 65024)
+    assert g.qkv_bias and not g.o_bias and not g.mlp_bias
+    assert g.kv_bytes_per_token(2) == 28 * 2 * 2 * 128 * 2
+    # Hub parameter count of THUDM/chatglm3-6b (same shapes as chatglm2-6b): 6.24B.
+    assert g.parameter_count() == pytest.approx(6.24e9, rel=0.002)
+
+
+def test_glm4_moe_bias_is_qkv_only_and_qk_norm_follows_use_qk_norm():
+    g = ModelGeometry.from_hf_config(lookup_model("zai-org/GLM-4.5")["config"])
+    assert g.qkv_bias and not g.o_bias and g.qk_norm
+    assert (g.num_kv_heads, g.head_dim) == (8, 128)

@@ -26,8 +26,12 @@ QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2",
                  "qwen3_vl_text", "qwen3_vl_moe_text"}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm
 # MoE types whose shared expert has a scalar sigmoid gate (see MoE.shared_expert_gate).
 SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next"}
-# Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two.
-FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
+# Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two;
+# GLM-4-0414 adds post_self_attn_layernorm and post_mlp_layernorm (transformers Glm4DecoderLayer).
+FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
+# attention_bias puts a bias on q/k/v only, o_proj has none: transformers Glm4Attention and
+# Glm4MoeAttention (o_proj bias=False); Glm4MoeAttention also has q/k RMSNorm when use_qk_norm.
+QKV_ONLY_BIAS_TYPES = {"glm4", "glm4_moe"}
 
 # Bytes per parameter of quantized linear weights, including scales: derived from each format.
 # awq/gptq 4-bit, group 128: 4 bits + fp16 scale + 4-bit zero per 128 weights = 4.16 bits.
@@ -156,12 +160,16 @@ class ModelGeometry(BaseModel, frozen=True):
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd")
         heads = need_int("num_attention_heads", "n_head", "num_heads")
-        vocab = need_int("vocab_size")
+        # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
+        # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
+        vocab = (need_int("padded_vocab_size", "vocab_size") if model_type == "chatglm"
+                 else need_int("vocab_size"))
         kv_heads = int(first("num_key_value_heads", "num_kv_heads") or
-                       (1 if c.get("multi_query") else heads))
-        head_dim = int(first("head_dim") or hidden // heads)
+                       (c.get("multi_query_group_num") if c.get("multi_query_attention") else None)
+                       or (1 if c.get("multi_query") else heads))
+        head_dim = int(first("head_dim", "kv_channels") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
-        inter = first("intermediate_size", "ffn_dim", "n_inner")
+        inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
         intermediate = int(inter) if inter else 4 * hidden
 
         mla = None
@@ -198,12 +206,15 @@ class ModelGeometry(BaseModel, frozen=True):
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias")),
-            o_bias=bool(c.get("attention_bias")) or model_type in {"opt", "gpt2"}
-            or bool(c.get("enable_bias")),
+            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or bool(c.get("add_qkv_bias")),
+            o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
+            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or bool(c.get("add_bias_linear")),
             mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"}
-            or bool(c.get("enable_bias")),
-            qk_norm=model_type in QK_NORM_TYPES,
+            or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear")),
+            qk_norm=model_type in QK_NORM_TYPES
+            or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else 2,
             layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi", "falcon"},
             learned_positions=(int(c.get("max_position_embeddings") or 0) + 2)
