@@ -71,3 +71,28 @@ def test_glm4_moe_bias_is_qkv_only_and_qk_norm_follows_use_qk_norm():
     g = ModelGeometry.from_hf_config(lookup_model("zai-org/GLM-4.5")["config"])
     assert g.qkv_bias and not g.o_bias and g.qk_norm
     assert (g.num_kv_heads, g.head_dim) == (8, 128)
+
+
+def _with_quant(weights: dict) -> dict:
+    cfg = dict(lookup_model("Qwen/Qwen2.5-7B")["config"])
+    cfg["quantization_config"] = {
+        "quant_method": "compressed-tensors", "format": "pack-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
+        "ignore": ["lm_head"],
+    }
+    return cfg
+
+
+def test_compressed_tensors_w4a16_is_half_a_byte_plus_group_scales():
+    # The weight scheme of a w4a16 (GPTQ-style, group 128, symmetric) compressed-tensors checkpoint.
+    g = ModelGeometry.from_hf_config(_with_quant(
+        {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128}))
+    assert g.quantization.bits == 4
+    assert g.quantization.bytes_per_param == pytest.approx(0.5 + 2 / 128)
+    assert g.weight_bytes(2) < 0.45 * g.parameter_count() * 2
+
+
+def test_compressed_tensors_w8a8_stays_one_byte():
+    g = ModelGeometry.from_hf_config(_with_quant(
+        {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel"}))
+    assert g.quantization.bits == 8 and g.quantization.bytes_per_param == pytest.approx(1.0)

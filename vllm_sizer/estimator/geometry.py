@@ -447,9 +447,37 @@ def _read_quantization(q: Any) -> Quantization | None:
     bits = q.get("bits") or q.get("w_bit")
     if method in {"awq", "gptq"} and bits and int(bits) == 8:
         bpp = 8.16 / 8
+    elif method == "compressed-tensors" and _compressed_tensors_weight_bytes(q) is not None:
+        bits, bpp = _compressed_tensors_weight_bytes(q)  # type: ignore[misc]
     else:
         bpp = QUANT_BYTES_PER_PARAM.get(method, 1.0)
     return Quantization(method=method, bits=int(bits) if bits else None, bytes_per_param=bpp)
+
+
+def _compressed_tensors_weight_bytes(q: Mapping[str, Any]) -> tuple[int, float] | None:
+    """(weight bits, bytes per weight) of a compressed-tensors checkpoint, from its largest
+    config_groups weight scheme (compressed_tensors QuantizationArgs: num_bits, strategy,
+    group_size, symmetric). Group strategy stores one 16-bit scale per group_size weights (and a
+    packed zero point when asymmetric); tensor/channel strategies add a negligible scale row.
+    w8a8 fp8/int8 -> 1.0 byte, w4a16 group 128 -> 0.516 byte (vLLM CompressedTensorsWNA16)."""
+    groups = q.get("config_groups")
+    if not isinstance(groups, Mapping):
+        return None
+    best: tuple[int, float] | None = None
+    for group in groups.values():
+        w = group.get("weights") if isinstance(group, Mapping) else None
+        if not isinstance(w, Mapping) or not w.get("num_bits"):
+            continue
+        nb = int(w["num_bits"])
+        bpp = nb / 8
+        gs = w.get("group_size")
+        if str(w.get("strategy") or "").lower() == "group" and gs:
+            bpp += 2 / int(gs)  # fp16/bf16 scale per group
+            if w.get("symmetric") is False:
+                bpp += nb / 8 / int(gs)  # packed zero point per group
+        if best is None or bpp > best[1]:
+            best = (nb, bpp)
+    return best
 
 
 def _vision_parameters(v: Any, model_type: str = "") -> int:
