@@ -25,9 +25,16 @@ FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
-QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"}
-# Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two.
-FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text"}
+QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2",
+                 "qwen3_vl_text", "qwen3_vl_moe_text"}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm
+# MoE types whose shared expert has a scalar sigmoid gate (see MoE.shared_expert_gate).
+SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next"}
+# Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two;
+# GLM-4-0414 adds post_self_attn_layernorm and post_mlp_layernorm (transformers Glm4DecoderLayer).
+FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
+# attention_bias puts a bias on q/k/v only, o_proj has none: transformers Glm4Attention and
+# Glm4MoeAttention (o_proj bias=False); Glm4MoeAttention also has q/k RMSNorm when use_qk_norm.
+QKV_ONLY_BIAS_TYPES = {"glm4", "glm4_moe"}
 
 # Bytes per parameter of quantized linear weights, including scales: derived from each format.
 # awq/gptq 4-bit, group 128: 4 bits + fp16 scale + 4-bit zero per 128 weights = 4.16 bits.
@@ -65,6 +72,10 @@ class MoE(BaseModel, frozen=True):
     shared_intermediate_size: int = 0  # total width of always-on shared experts
     num_moe_layers: int  # layers whose MLP is the expert block (others are dense)
     expert_bias: bool = False  # gpt-oss experts and router carry biases
+    # Qwen2-MoE / Qwen3-Next scale the shared expert by sigmoid(Linear(hidden, 1)): transformers
+    # models/qwen2_moe/modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert_gate
+    # (nn.Linear(config.hidden_size, 1, bias=False)); vLLM qwen2_moe.py the same ReplicatedLinear.
+    shared_expert_gate: bool = False
 
 
 class MLA(BaseModel, frozen=True):
@@ -156,12 +167,16 @@ class ModelGeometry(BaseModel, frozen=True):
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd")
         heads = need_int("num_attention_heads", "n_head", "num_heads")
-        vocab = need_int("vocab_size")
+        # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
+        # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
+        vocab = (need_int("padded_vocab_size", "vocab_size") if model_type == "chatglm"
+                 else need_int("vocab_size"))
         kv_heads = int(first("num_key_value_heads", "num_kv_heads", "n_head_kv") or
-                       (1 if c.get("multi_query") else heads))
-        head_dim = int(first("head_dim") or hidden // heads)
+                       (c.get("multi_query_group_num") if c.get("multi_query_attention") else None)
+                       or (1 if c.get("multi_query") else heads))
+        head_dim = int(first("head_dim", "kv_channels") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
-        inter = first("intermediate_size", "ffn_dim", "n_inner")
+        inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
         intermediate = int(inter) if inter else 4 * hidden
 
         mla = None
@@ -202,12 +217,15 @@ class ModelGeometry(BaseModel, frozen=True):
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias")),
-            o_bias=bool(c.get("attention_bias")) or model_type in {"opt", "gpt2"}
-            or bool(c.get("enable_bias")),
+            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or bool(c.get("add_qkv_bias")),
+            o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
+            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or bool(c.get("add_bias_linear")),
             mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"}
-            or bool(c.get("enable_bias")),
-            qk_norm=model_type in QK_NORM_TYPES,
+            or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear")),
+            qk_norm=model_type in QK_NORM_TYPES
+            or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES,
             learned_positions=(int(c.get("max_position_embeddings") or 0) + 2)
@@ -219,7 +237,8 @@ class ModelGeometry(BaseModel, frozen=True):
             sliding_window_layers=sliding_layers,
             quantization=_read_quantization(c.get("quantization_config")
                                             or top.get("quantization_config")),
-            vision_parameters=_vision_parameters(top.get("vision_config")),
+            vision_parameters=_vision_parameters(top.get("vision_config"),
+                                                str(top.get("model_type") or "").lower()),
         )
 
     # ------------------------------------------------------------------ shapes
@@ -335,6 +354,8 @@ class ModelGeometry(BaseModel, frozen=True):
                 per += e.num_experts * (2 * e.expert_intermediate_size + h) + e.num_experts
             if e.shared_intermediate_size:
                 per += self._mlp_parameters(e.shared_intermediate_size)
+                if e.shared_expert_gate:
+                    per += h
             total += e.num_moe_layers * per
         return total, total
 
@@ -424,7 +445,8 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
                          if i not in mlp_only and (i + 1) % step == 0)
     return MoE(num_experts=experts, experts_per_token=per_tok,
                expert_intermediate_size=expert_inter, shared_intermediate_size=shared,
-               num_moe_layers=moe_layers, expert_bias=model_type == "gpt_oss")
+               num_moe_layers=moe_layers, expert_bias=model_type == "gpt_oss",
+               shared_expert_gate=bool(shared) and model_type in SHARED_EXPERT_GATE_TYPES)
 
 
 def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
@@ -453,38 +475,112 @@ def _read_quantization(q: Any) -> Quantization | None:
     method = str(q.get("quant_method") or q.get("quant_type") or "").lower()
     if not method:
         return None
-    bits = q.get("bits") or q.get("w_bit") or _weight_bits(q)
+    bits = q.get("bits") or q.get("w_bit")
     algo = str(q.get("quant_algo") or "").lower()  # ModelOpt: {"quant_algo": "NVFP4" | "FP8"}
     if method == "modelopt" and algo:
         method = "nvfp4" if "fp4" in algo else "fp8"
     if method in {"awq", "gptq"} and bits and int(bits) == 8:
         bpp = 8.16 / 8
+    elif method == "compressed-tensors" and _compressed_tensors_weight_bytes(q) is not None:
+        bits, bpp = _compressed_tensors_weight_bytes(q)  # type: ignore[misc]
     elif method in {"compressed-tensors", "bitsandbytes"} and bits:
-        # w4a16 groups of 128 (llm-compressor's default) carry scales like GPTQ; 8-bit is
-        # one byte per weight plus per-channel scales
+        # a name-derived format ({"quant_method", "bits"} without config_groups): w4a16 group
+        # 128 carries scales like GPTQ; 8-bit is one byte per weight plus per-channel scales
         bpp = 4.16 / 8 if int(bits) <= 4 else 1.0
     else:
         bpp = QUANT_BYTES_PER_PARAM.get(method, 1.0)
     return Quantization(method=method, bits=int(bits) if bits else None, bytes_per_param=bpp)
 
 
-def _weight_bits(q: Mapping[str, Any]) -> int | None:
-    """compressed-tensors: config_groups.<group>.weights.num_bits (the smallest group)."""
+def _compressed_tensors_weight_bytes(q: Mapping[str, Any]) -> tuple[int, float] | None:
+    """(weight bits, bytes per weight) of a compressed-tensors checkpoint, from its largest
+    config_groups weight scheme (compressed_tensors QuantizationArgs: num_bits, strategy,
+    group_size, symmetric). Group strategy stores one 16-bit scale per group_size weights (and a
+    packed zero point when asymmetric); tensor/channel strategies add a negligible scale row.
+    w8a8 fp8/int8 -> 1.0 byte, w4a16 group 128 -> 0.516 byte (vLLM CompressedTensorsWNA16)."""
     groups = q.get("config_groups")
     if not isinstance(groups, Mapping):
         return None
-    found = [g["weights"].get("num_bits") for g in groups.values()
-             if isinstance(g, Mapping) and isinstance(g.get("weights"), Mapping)]
-    ints = [int(b) for b in found if isinstance(b, (int, float))]
-    return min(ints) if ints else None
+    best: tuple[int, float] | None = None
+    for group in groups.values():
+        w = group.get("weights") if isinstance(group, Mapping) else None
+        if not isinstance(w, Mapping) or not w.get("num_bits"):
+            continue
+        nb = int(w["num_bits"])
+        bpp = nb / 8
+        gs = w.get("group_size")
+        if str(w.get("strategy") or "").lower() == "group" and gs:
+            bpp += 2 / int(gs)  # fp16/bf16 scale per group
+            if w.get("symmetric") is False:
+                bpp += nb / 8 / int(gs)  # packed zero point per group
+        if best is None or bpp > best[1]:
+            best = (nb, bpp)
+    return best
 
 
-def _vision_parameters(v: Any) -> int:
-    """ViT encoder estimate: per layer 4·h² (attention) + 2·h·inter (MLP), plus patch embedding."""
+def _vision_parameters(v: Any, model_type: str = "") -> int:
+    """Vision tower parameters: exact layer shapes for the Qwen-VL towers, otherwise a ViT
+    estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch embedding)."""
     if not isinstance(v, Mapping):
         return 0
+    if model_type in QWEN_VL_TOWER_TYPES:
+        return _qwen_vl_vision_parameters(v, model_type)
     h = int(v.get("hidden_size") or 0)
     n = int(v.get("num_hidden_layers") or v.get("depth") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
     patch = int(v.get("patch_size") or 14)
     return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h
+
+
+# Qwen-VL vision towers, one formula per family, from the transformers modeling files:
+# qwen2_vl/modeling_qwen2_vl.py (PatchEmbed, Qwen2VLVisionBlock, VisionMlp, PatchMerger),
+# qwen2_5_vl/modeling_qwen2_5_vl.py (Qwen2_5_VLVisionBlock with a gated MLP and RMSNorm,
+# Qwen2_5_VLPatchMerger), qwen3_vl/modeling_qwen3_vl.py (Qwen3VLVisionPatchEmbed with bias,
+# learned pos_embed, Qwen3VLVisionMLP, merger + one deepstack merger per deepstack index).
+QWEN_VL_TOWER_TYPES = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"}
+
+
+def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
+    def num(*keys: str, default: int = 0) -> int:
+        for k in keys:
+            if v.get(k) is not None:
+                return int(v[k])
+        return default
+
+    depth = num("depth", "num_hidden_layers")
+    channels = num("in_chans", "in_channels", default=3)
+    patch = num("patch_size", "spatial_patch_size", default=14)
+    temporal = num("temporal_patch_size", default=2)
+    merge = num("spatial_merge_size", default=2)
+    if model_type == "qwen2_vl":
+        h = num("embed_dim")
+        out = num("hidden_size")
+        inter = int(h * float(v.get("mlp_ratio") or 4))
+    else:
+        h = num("hidden_size")
+        out = num("out_hidden_size")
+        inter = num("intermediate_size", default=4 * h)
+    if not (depth and h and out):
+        return 0
+    attn = 4 * h * h + 4 * h  # qkv (h -> 3h) and proj (h -> h), all with bias
+    if model_type == "qwen2_5_vl":
+        mlp = 3 * h * inter + 2 * inter + h  # gate/up/down, with bias
+        norms = 2 * h  # two RMSNorms (weight only)
+        patch_embed = channels * temporal * patch * patch * h  # Conv3d, bias=False
+    elif model_type == "qwen2_vl":
+        mlp = 2 * h * inter + inter + h  # fc1/fc2 with bias
+        norms = 4 * h  # two LayerNorms (weight + bias)
+        patch_embed = channels * temporal * patch * patch * h
+    else:  # qwen3_vl, qwen3_vl_moe
+        mlp = 2 * h * inter + inter + h
+        norms = 4 * h
+        patch_embed = channels * temporal * patch * patch * h + h  # Conv3d with bias
+        patch_embed += num("num_position_embeddings") * h  # learned position table
+    wide = h * merge * merge
+    merger_linears = wide * wide + wide + wide * out + out
+    ln_q = h if model_type == "qwen2_5_vl" else 2 * h
+    total = patch_embed + depth * (attn + mlp + norms) + ln_q + merger_linears
+    if model_type in {"qwen3_vl", "qwen3_vl_moe"}:
+        deepstack = v.get("deepstack_visual_indexes") or []
+        total += len(deepstack) * (2 * wide + merger_linears)  # LayerNorm over the merged width
+    return total
