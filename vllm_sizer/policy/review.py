@@ -271,8 +271,11 @@ def _label_pointers(obj: dict[str, Any], workloads: list[Workload] | None) -> li
 def _label_templates(pb: _PatchBuilder, obj: dict[str, Any],
                      workloads: list[Workload] | None = None, value: str = "true") -> None:
     for pointer in _label_pointers(obj, workloads):
-        parent = pointer.rsplit("/metadata/labels", 1)[0] if pointer.endswith("/metadata/labels") \
-            else pointer.rsplit("/", 1)[0]
+        # the object the labels belong to: a PodTemplateSpec (…/metadata/labels), a Dynamo
+        # service (…/extraPodMetadata/labels) or a KServe predictor (…/labels)
+        parent = pointer.rsplit("/", 1)[0]
+        if parent.rsplit("/", 1)[-1] in ("metadata", "extraPodMetadata"):
+            parent = parent.rsplit("/", 1)[0]
         if parent and not isinstance(pb.get(parent), dict):
             continue  # no such template (e.g. a LeaderWorkerSet without a leader template)
         pb.set(pointer + "/" + _escape(SIZED_LABEL), value)

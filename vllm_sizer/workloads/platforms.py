@@ -276,6 +276,8 @@ def read_vllm_runtime(obj: dict) -> list[ContainerView]:
 
 
 # ------------------------------------------------------------------ Dynamo
+FRONTEND = "frontend"  # componentType / type of Dynamo's HTTP frontend (runs no engine)
+
 def _dynamo_resources(res: dict) -> dict:
     out: dict[str, Any] = {}
     for section in ("limits", "requests"):
@@ -294,11 +296,23 @@ def _dynamo_resources(res: dict) -> dict:
 
 def read_dynamo(obj: dict) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
-    if "components" in spec and "services" not in spec:  # v1beta1: podTemplate per component
-        return structural_views(obj, patchable=True)
     views: list[ContainerView] = []
+    if "components" in spec and "services" not in spec:  # v1beta1: podTemplate per component
+        for i, comp in enumerate(_list(spec.get("components"))):
+            comp = _dict(comp)
+            if str(comp.get("type", "")).lower() == FRONTEND:
+                continue
+            tmpl = _dict(comp.get("podTemplate"))
+            base = ("spec", "components", i, "podTemplate")
+            for v in pod_views(_dict(tmpl.get("spec")), (*base, "spec"),
+                               labels=pointer(*base, "metadata", "labels")):
+                v.name = f"{comp.get('name') or i}/{v.name}"
+                views.append(v)
+        return views
     for name, svc in _dict(spec.get("services")).items():
         svc = _dict(svc)
+        if str(svc.get("componentType", "")).lower() == FRONTEND:
+            continue  # Dynamo's HTTP frontend (python -m dynamo.frontend): no engine
         extra = _dict(svc.get("extraPodSpec"))
         main = _dict(extra.get("mainContainer"))
         base = ("spec", "services", str(name))

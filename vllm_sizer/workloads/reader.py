@@ -203,7 +203,9 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
     spec_entry = kinds.lookup(api, kind)
     spec = _dict(obj.get("spec"))
     if spec_entry is None:
-        # no table for this kind: read by structure, report only (the webhook is not
+        if "." not in kinds.group_of(api):
+            return []  # a built-in kind with no pod template (core, apps, batch, policy, ...)
+        # a custom resource with no table: read by structure, report only (the webhook is not
         # registered for it; its pods are sized when they are created)
         return platforms.structural_views(
             obj, patchable=False,
