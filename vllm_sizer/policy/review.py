@@ -228,6 +228,7 @@ def review_object(obj: Any, context: ReadContext | None = None,
     if result.verdict != "deny":
         result.patch, result.annotations = _patch(obj, result, label_pods)
         if label_pods and not result.patch and mode == "off" and policy.mode != "off" \
+                and result.kind != "Pod" \
                 and all(w.skip_reason in (None, SKIP_ANNOTATION_REASON) for w in workloads):
             # created with vllm-sizer.io/skip or mode off: its pods must be left alone too
             pb = _PatchBuilder(obj)
