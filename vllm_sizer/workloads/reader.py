@@ -1,14 +1,24 @@
 """Kubernetes object → one Workload per vLLM container. Never raises.
 
-Kinds: apps Deployment / StatefulSet / ReplicaSet / DaemonSet, batch Job / CronJob, v1 Pod
-(and ReplicationController), serving.kserve.io InferenceService (predictor model spec with its
-ServingRuntime, framework shorthand, custom containers) and LLMInferenceService,
-leaderworkerset.x-k8s.io LeaderWorkerSet. Anything else: [].
+Kinds come from one table (kinds.py), shared with the webhook configurations, the controller
+and the chart: apps Deployment / StatefulSet / ReplicaSet / DaemonSet, batch Job / CronJob, v1
+Pod and ReplicationController, LeaderWorkerSet, KServe InferenceService (predictor model spec
+with its ServingRuntime, framework shorthand, custom containers) and LLMInferenceService,
+Knative Service, KubeRay RayCluster / RayService (and serveConfigV2's Ray Serve LLM engine
+arguments), AIBrix RayClusterFleet / StormService, Dynamo DynamoGraphDeployment,
+production-stack VLLMRuntime; read only: KubeAI Model, KAITO Workspace (platforms.py). A
+custom resource with no table is read by structure (its pod templates, wherever they are) and
+reported on, never patched. Built-in kinds with no pod template: [].
 
 Objects with a controller ownerReference (a KServe-made Deployment, an LWS-made StatefulSet, a
 ReplicaSet of a Deployment, ...) and objects annotated `vllm-sizer.io/skip: "true"` are still
 read, so audits see what they run, but every Workload carries `skip_reason`: the owner is sized
-instead, and mutating the child would fight its controller.
+instead (or the pods, at creation), and mutating the child would fight its controller. Pods are
+the exception: a Pod is skipped only when it carries the vllm-sizer.io/sized label and its
+controller is a kind that creates pods from a template vllm-sizer sizes (ReplicaSet,
+StatefulSet, Job, DaemonSet, ReplicationController, RayCluster); every other vLLM pod (made by
+an operator vllm-sizer does not read, by a workload created before the install, or bare) is
+sized when it is created.
 
 A container is a vLLM container when its command (after `$(VAR)` expansion, the image's
 ENTRYPOINT for vLLM and KServe images, and `sh -c` scripts) runs `vllm serve`, the
