@@ -276,8 +276,9 @@ def test_settings_values_reach_the_operator() -> None:
 
 
 def test_served_resources_match_settings() -> None:
-    """RBAC and webhook rules cover exactly SERVED_RESOURCES."""
-    from vllm_sizer.operator.settings import SERVED_RESOURCES
+    """Webhook rules cover exactly SERVED_RESOURCES; the controller may watch and patch exactly
+    WATCHED_RESOURCES (served minus Pod and ReplicaSet)."""
+    from vllm_sizer.operator.settings import SERVED_RESOURCES, WATCHED_RESOURCES
 
     objs = render_objects()
     served = {(g, v, p) for g, v, p, _k in SERVED_RESOURCES}
@@ -287,7 +288,8 @@ def test_served_resources_match_settings() -> None:
     role = one(objs, "ClusterRole", "vllm-sizer-controller")
     patchable = {(g, r) for rule in role["rules"] if "patch" in rule["verbs"]
                  for g in rule["apiGroups"] for r in rule["resources"]}
-    assert {(g, p) for g, _v, p, _k in SERVED_RESOURCES} <= patchable
+    assert {(g, p) for g, _v, p, _k in WATCHED_RESOURCES} <= patchable
+    assert ("", "pods") not in patchable and ("apps", "replicasets") not in patchable
 
 
 # ---- certificates -------------------------------------------------------------------------------
@@ -362,14 +364,15 @@ def test_rbac_is_exactly_least_privilege() -> None:
     assert _grants(certs) == {("", "secrets", "get", ("vllm-sizer-webhook-tls",)),
                               ("", "secrets", "update", ("vllm-sizer-webhook-tls",)),
                               ("", "secrets", "create", ())}
-    from vllm_sizer.operator.settings import CERT_SECRET_NAME, SERVED_RESOURCES
+    from vllm_sizer.operator.settings import CERT_SECRET_NAME, WATCHED_RESOURCES
     assert CERT_SECRET_NAME == "vllm-sizer-webhook-tls"
-    workloads = {(g, p, v, ()) for g, _ver, p, _k in SERVED_RESOURCES for v in ("get", "list", "watch", "patch")}
+    workloads = {(g, p, v, ()) for g, _ver, p, _k in WATCHED_RESOURCES for v in ("get", "list", "watch", "patch")}
     controller = _grants(one(objs, "ClusterRole", "vllm-sizer-controller"))
     assert controller == workloads | sizing_reads | {
         ("", "events", "create", ()), ("", "events", "patch", ()),
         ("events.k8s.io", "events", "create", ()), ("events.k8s.io", "events", "patch", ()),
         ("", "pods", "list", ()), ("", "pods", "watch", ()), ("apps", "replicasets", "get", ()),
+        ("", "events", "list", ()), ("", "events", "watch", ()),
         ("apiextensions.k8s.io", "customresourcedefinitions", "list", ()),
         ("apiextensions.k8s.io", "customresourcedefinitions", "watch", ()),
         ("", "namespaces", "list", ()), ("", "namespaces", "watch", ())}
@@ -425,7 +428,8 @@ def test_webhook_configuration_fields(case: str) -> None:
         assert hook["objectSelector"] == v.get("objectSelector", {})
         assert ("matchConditions" in hook) == v.get("matchConditions", True)
         for r in hook["rules"]:
-            assert r["operations"] == ["CREATE", "UPDATE"] and "/" not in r["resources"][0]
+            ops = ["CREATE"] if r["resources"] == ["pods"] else ["CREATE", "UPDATE"]
+            assert r["operations"] == ops and "/" not in r["resources"][0]
 
 
 def test_release_namespace_is_excluded_whatever_it_is() -> None:

@@ -256,13 +256,14 @@ async def _controller(args: argparse.Namespace, settings: OperatorSettings, fact
     import kopf
     from kopf._core.intents.registries import SmartOperatorRegistry
 
-    from ..operator.controller import KubeApi, OomWatcher, Sizer, register
+    from ..operator.controller import KubeApi, OomWatcher, PodVerdicts, Sizer, register
 
     api = KubeApi(factory)
     # Kopf's default registry class: it carries the kubeconfig / in-cluster login handlers (a
     # plain OperatorRegistry has none); kopf does not re-export it, hence the private import.
     registry = SmartOperatorRegistry()
-    register(registry, Sizer(api, settings, lookup), OomWatcher(api, settings))
+    register(registry, Sizer(api, settings, lookup),
+             OomWatcher(api, settings, verdicts=PodVerdicts(api, settings)))
     kwargs = kopf_operator_kwargs(args, settings, liveness)
     log.info("controller starting (%s)", "standalone" if kwargs["standalone"]
              else f"peering {args.peering_name!r}, priority {args.priority}")

@@ -9,6 +9,7 @@ from typing import Literal, Mapping
 from pydantic import BaseModel, Field, field_validator
 
 from ..policy.settings import Mode, PolicySettings, parse_headroom
+from ..workloads import kinds as _kinds
 from ..workloads.model import SIZED_LABEL  # noqa: F401 - part of the operator's names
 from ..workloads.quantity import parse_quantity
 
@@ -27,15 +28,11 @@ CERT_SECRET_NAME = "vllm-sizer-webhook-tls"
 MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
 LAST_OOM_ANNOTATION = "vllm-sizer.io/last-oom"
 
-# Workload kinds the webhooks and watchers serve: (group, version, plural, kind).
-SERVED_RESOURCES: tuple[tuple[str, str, str, str], ...] = (
-    ("apps", "v1", "deployments", "Deployment"),
-    ("apps", "v1", "statefulsets", "StatefulSet"),
-    ("batch", "v1", "jobs", "Job"),
-    ("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService"),
-    ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"),
-    ("serving.kserve.io", "v1alpha1", "llminferenceservices", "LLMInferenceService"),
-)
+# Workload kinds the webhooks serve and `check` sizes: (group, version, plural, kind), from the
+# one kinds table (vllm_sizer/workloads/kinds.py); the controller watches WATCHED_RESOURCES
+# (the same minus Pod and ReplicaSet, which come in bulk and are sized at pod creation).
+SERVED_RESOURCES: tuple[tuple[str, str, str, str], ...] = _kinds.served_resources()
+WATCHED_RESOURCES: tuple[tuple[str, str, str, str], ...] = _kinds.watched_resources()
 
 Env = Mapping[str, str]
 

@@ -38,10 +38,17 @@ TEMPLATE_LABELS: dict[str, tuple[str, ...]] = {
     "Job": ("/spec/template/metadata/labels",),
     "CronJob": ("/spec/jobTemplate/spec/template/metadata/labels",),
     "Pod": ("/metadata/labels",),
+    "ReplicationController": ("/spec/template/metadata/labels",),
     "LeaderWorkerSet": ("/spec/leaderWorkerTemplate/leaderTemplate/metadata/labels",
                         "/spec/leaderWorkerTemplate/workerTemplate/metadata/labels"),
     "InferenceService": ("/spec/predictor/labels",),
 }
+# Label value on the templates of an object created with vllm-sizer.io/skip (or mode off) on
+# it: its pods are then left alone by the pod-level webhook too.
+SKIPPED_LABEL_VALUE = "skip"
+SKIP_ANNOTATION_REASON = f"{ANNOTATION_SKIP} annotation"  # the reader's skip_reason for it
+NOT_PATCHABLE = ("not changed: this object cannot carry the container's memory limit (see the "
+                 "reader's note); its pods are sized when they are created")
 
 
 @dataclass
@@ -207,7 +214,11 @@ def review_object(obj: Any, context: ReadContext | None = None,
     result.warnings.extend(override_warnings)
     for w in workloads:
         report, geometry, why = _estimate(w) if mode != "off" and not w.skip_reason else (None, None, None)
-        d = decide_container(w, report, geometry, w.settings, policy, mode, headroom, why)
+        # an object that cannot carry the limit is reported on, never changed or denied
+        w_mode = mode if w.patchable or mode not in ("mutate", "enforce") else "warn"
+        d = decide_container(w, report, geometry, w.settings, policy, w_mode, headroom, why)
+        if w_mode != mode and d.verdict != "skip":
+            d.warnings.append(f"{w.container}: {NOT_PATCHABLE}")
         for diag in w.diagnostics:
             if diag.severity in ("error", "warning"):
                 d.warnings.append(f"{w.container}: {diag}")
@@ -219,36 +230,59 @@ def review_object(obj: Any, context: ReadContext | None = None,
         result.warnings.extend(d.warnings)
     if result.verdict != "deny":
         result.patch, result.annotations = _patch(obj, result, label_pods)
+        if label_pods and not result.patch and mode == "off" and policy.mode != "off" \
+                and result.kind != "Pod" \
+                and all(w.skip_reason in (None, SKIP_ANNOTATION_REASON) for w in workloads):
+            # created with vllm-sizer.io/skip or mode off: its pods must be left alone too
+            pb = _PatchBuilder(obj)
+            _label_templates(pb, obj, workloads, SKIPPED_LABEL_VALUE)
+            result.patch = pb.ops
     return result
 
 
 def _patch(obj: dict[str, Any], result: ObjectDecision,
            label_pods: bool = False) -> tuple[list[dict[str, Any]], dict[str, str]]:
     pb = _PatchBuilder(obj)
-    for d in result.containers:
+    patchable = [d for d in result.containers if d.workload.patchable]
+    for d in patchable:
         w = d.workload
         if d.limit_after is not None and d.limit_after != d.limit_before:
-            pb.set(w.resources_path + "/limits/memory", format_quantity(d.limit_after))
+            pb.set(w.memory_limit_path, format_quantity(d.limit_after))
         if d.request_after is not None and d.request_after != d.request_before:
-            pb.set(w.resources_path + "/requests/memory", format_quantity(d.request_after))
+            pb.set(w.memory_request_path, format_quantity(d.request_after))
         if d.pin_kv_gib is not None:
-            _pin_env(pb, w.container_path, f"{d.pin_kv_gib:g}")
-    sized = any(d.report is not None for d in result.containers)
-    if sized and (label_pods or result.verdict == "mutate"):
-        _label_templates(pb, obj)
+            _pin_env(pb, w.env_list_path, f"{d.pin_kv_gib:g}")
+    sized = any(d.report is not None for d in patchable)
+    if sized and (label_pods or any(d.verdict == "mutate" for d in patchable)):
+        _label_templates(pb, obj, [d.workload for d in patchable])
     annotations = _annotations(obj, result)
     for key, value in annotations.items():
         pb.set("/metadata/annotations/" + _escape(key), value)
     return pb.ops, annotations
 
 
-def _label_templates(pb: _PatchBuilder, obj: dict[str, Any]) -> None:
-    for pointer in TEMPLATE_LABELS.get(str(obj.get("kind")), ()):
-        parent = pointer.rsplit("/metadata/labels", 1)[0] if pointer.endswith("/metadata/labels") \
-            else pointer.rsplit("/", 1)[0]
+def _label_pointers(obj: dict[str, Any], workloads: list[Workload] | None) -> list[str]:
+    pointers = list(TEMPLATE_LABELS.get(str(obj.get("kind")), ()))
+    if workloads is None:
+        from ..workloads.reader import read_workloads
+        workloads = read_workloads(obj)
+    for w in workloads:
+        if w.patchable and w.labels_path and w.labels_path not in pointers:
+            pointers.append(w.labels_path)
+    return pointers
+
+
+def _label_templates(pb: _PatchBuilder, obj: dict[str, Any],
+                     workloads: list[Workload] | None = None, value: str = "true") -> None:
+    for pointer in _label_pointers(obj, workloads):
+        # the object the labels belong to: a PodTemplateSpec (…/metadata/labels), a Dynamo
+        # service (…/extraPodMetadata/labels) or a KServe predictor (…/labels)
+        parent = pointer.rsplit("/", 1)[0]
+        if parent.rsplit("/", 1)[-1] in ("metadata", "extraPodMetadata"):
+            parent = parent.rsplit("/", 1)[0]
         if parent and not isinstance(pb.get(parent), dict):
             continue  # no such template (e.g. a LeaderWorkerSet without a leader template)
-        pb.set(pointer + "/" + _escape(SIZED_LABEL), "true")
+        pb.set(pointer + "/" + _escape(SIZED_LABEL), value)
 
 
 def sized_label_patch(obj: Any) -> list[dict[str, Any]]:
@@ -262,10 +296,10 @@ def sized_label_patch(obj: Any) -> list[dict[str, Any]]:
     return pb.ops
 
 
-def _pin_env(pb: _PatchBuilder, container_path: str, value: str) -> None:
-    """Set VLLM_CPU_KVCACHE_SPACE: replace an entry that vLLM would not read (empty, not a whole
-    number), or add one."""
-    env = pb.get(container_path + "/env")
+def _pin_env(pb: _PatchBuilder, env_path: str, value: str) -> None:
+    """Set VLLM_CPU_KVCACHE_SPACE in the env list at `env_path`: replace an entry that vLLM
+    would not read (empty, not a whole number), or add one."""
+    env = pb.get(env_path)
     if isinstance(env, list):
         # the kubelet uses the last entry of a repeated name
         for i in reversed(range(len(env))):
@@ -273,15 +307,15 @@ def _pin_env(pb: _PatchBuilder, container_path: str, value: str) -> None:
             if isinstance(item, dict) and item.get("name") == KV_ENV:
                 if "valueFrom" in item:
                     return  # set from elsewhere: leave it, the reader reported it
-                pb.set(f"{container_path}/env/{i}/value", value)
+                pb.set(f"{env_path}/{i}/value", value)
                 return
-    pb.append(container_path + "/env", {"name": KV_ENV, "value": value})
+    pb.append(env_path, {"name": KV_ENV, "value": value})
 
 
 def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str]:
     """Annotations to write (only those that differ). A reinvocation on an already-sized
     object keeps the earlier decision text instead of overwriting it with "no change"."""
-    sized = [d for d in result.containers if d.report is not None]
+    sized = [d for d in result.containers if d.report is not None and d.workload.patchable]
     if not sized:
         return {}
     existing = _object_annotations(obj)

@@ -58,6 +58,25 @@ class Workload:
     runtime: str | None = None  # KServe ServingRuntime used (name), for InferenceServices
     # how the model name was matched to a catalog geometry when not exactly (estimator.names)
     model_note: str | None = None
+    # False: the object cannot carry the memory limit (KubeAI Model, a kind read by structure,
+    # Ray Serve LLM engine arguments): estimated and reported, never patched or denied
+    patchable: bool = True
+    labels_path: str | None = None  # the pods' label map (JSON pointer), when the reader knows it
+    limit_path: str | None = None  # default: resources_path + /limits/memory
+    request_path: str | None = None  # default: resources_path + /requests/memory
+    env_path: str | None = None  # default: container_path + /env
+
+    @property
+    def memory_limit_path(self) -> str:
+        return self.limit_path or self.resources_path + "/limits/memory"
+
+    @property
+    def memory_request_path(self) -> str:
+        return self.request_path or self.resources_path + "/requests/memory"
+
+    @property
+    def env_list_path(self) -> str:
+        return self.env_path or self.container_path + "/env"
 
 
 @dataclass

@@ -1,14 +1,24 @@
 """Kubernetes object → one Workload per vLLM container. Never raises.
 
-Kinds: apps Deployment / StatefulSet / ReplicaSet / DaemonSet, batch Job / CronJob, v1 Pod
-(and ReplicationController), serving.kserve.io InferenceService (predictor model spec with its
-ServingRuntime, framework shorthand, custom containers) and LLMInferenceService,
-leaderworkerset.x-k8s.io LeaderWorkerSet. Anything else: [].
+Kinds come from one table (kinds.py), shared with the webhook configurations, the controller
+and the chart: apps Deployment / StatefulSet / ReplicaSet / DaemonSet, batch Job / CronJob, v1
+Pod and ReplicationController, LeaderWorkerSet, KServe InferenceService (predictor model spec
+with its ServingRuntime, framework shorthand, custom containers) and LLMInferenceService,
+Knative Service, KubeRay RayCluster / RayService (and serveConfigV2's Ray Serve LLM engine
+arguments), AIBrix RayClusterFleet / StormService, Dynamo DynamoGraphDeployment,
+production-stack VLLMRuntime; read only: KubeAI Model, KAITO Workspace (platforms.py). A
+custom resource with no table is read by structure (its pod templates, wherever they are) and
+reported on, never patched. Built-in kinds with no pod template: [].
 
 Objects with a controller ownerReference (a KServe-made Deployment, an LWS-made StatefulSet, a
 ReplicaSet of a Deployment, ...) and objects annotated `vllm-sizer.io/skip: "true"` are still
 read, so audits see what they run, but every Workload carries `skip_reason`: the owner is sized
-instead, and mutating the child would fight its controller.
+instead (or the pods, at creation), and mutating the child would fight its controller. Pods are
+the exception: a Pod is skipped only when it carries the vllm-sizer.io/sized label and its
+controller is a kind that creates pods from a template vllm-sizer sizes (ReplicaSet,
+StatefulSet, Job, DaemonSet, ReplicationController, RayCluster); every other vLLM pod (made by
+an operator vllm-sizer does not read, by a workload created before the install, or bare) is
+sized when it is created.
 
 A container is a vLLM container when its command (after `$(VAR)` expansion, the image's
 ENTRYPOINT for vLLM and KServe images, and `sh -c` scripts) runs `vllm serve`, the
@@ -30,18 +40,17 @@ import yaml
 from ..estimator import catalog
 from ..estimator.names import resolve_model
 from ..estimator.versions import VllmVersion
-from . import images
+from . import images, kinds, platforms
 from .device import detect_device
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import (ANNOTATION_MODEL_CONFIG, ANNOTATION_SKIP, ANNOTATION_VLLM_CONFIG,
-                    ReadContext, Workload)
+                    SIZED_LABEL, ReadContext, Workload)
 from .quantity import parse_quantity
 from .shell import find_shell, run_script
 from .view import ContainerView
 from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
-APPS_KINDS = {"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"}
 RELEVANT_ENV = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "LD_PRELOAD",
                 "VLLM_ADDITIONAL_ARGS")
 HF_SERVER_MODULE = "huggingfaceserver"
@@ -101,12 +110,21 @@ class _ObjectInfo:
                    namespace=_str(meta.get("namespace")),
                    name=_str(meta.get("name")) or _str(meta.get("generateName")) or "",
                    annotations=annotations, skip_reason=None, context=context)
-        for ref in _list(meta.get("ownerReferences")):
-            ref = _dict(ref)
-            if ref.get("controller") is True:
-                info.skip_reason = (f"owned by {ref.get('kind', '?')}/{ref.get('name', '?')} "
-                                    "(controller): its owner is sized instead")
-                break
+        owner = next((_dict(r) for r in _list(meta.get("ownerReferences"))
+                      if _dict(r).get("controller") is True), None)
+        if info.kind == "Pod" and info.api_version == "v1":
+            # Pods are sized at creation unless their template was: a pod created by a kind
+            # vllm-sizer reads from a template it sized carries the sized label.
+            labels = _dict(meta.get("labels"))
+            if owner is not None and labels.get(SIZED_LABEL) not in (None, "") and (
+                    kinds.group_of(str(owner.get("apiVersion", ""))),
+                    str(owner.get("kind"))) in kinds.pod_owner_kinds():
+                info.skip_reason = (f"created by {owner.get('kind')}/{owner.get('name', '?')} "
+                                    f"from a template vllm-sizer sized ({SIZED_LABEL} label)")
+        elif owner is not None:
+            info.skip_reason = (f"owned by {owner.get('kind', '?')}/{owner.get('name', '?')} "
+                                "(controller): its owner is sized instead, or its pods when "
+                                "they are created")
         if info.skip_reason is None and \
                 annotations.get(ANNOTATION_SKIP, "").strip().lower() in ("true", "yes", "1"):
             info.skip_reason = f"{ANNOTATION_SKIP} annotation"
@@ -193,21 +211,33 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
     api = obj.get("apiVersion")
     if not isinstance(kind, str) or not isinstance(api, str):
         return []
-    group = _group(api)
+    spec_entry = kinds.lookup(api, kind)
     spec = _dict(obj.get("spec"))
-    if kind in APPS_KINDS and group in ("apps", "extensions"):
+    if spec_entry is None:
+        if "." not in kinds.group_of(api):
+            return []  # a built-in kind with no pod template (core, apps, batch, policy, ...)
+        # a custom resource with no table: read by structure, report only (the webhook is not
+        # registered for it; its pods are sized when they are created)
+        return platforms.structural_views(
+            obj, patchable=False,
+            note=f"{kind} is read by structure (pod templates found in the object); vllm-sizer "
+            "does not change it: its pods are sized at creation by the pod-level webhook")
+    group = spec_entry.group
+    if not spec_entry.served:
+        if kind == "Model":
+            return platforms.read_kubeai_model(obj)
+        if kind == "Workspace":
+            return platforms.read_kaito_workspace(obj)
+        return []
+    if group in ("apps", "extensions") or kind in ("ReplicationController", "Job"):
         return _pod_views(_dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec"))
-    if kind == "ReplicationController" and api == "v1":
-        return _pod_views(_dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec"))
-    if kind == "Job" and group == "batch":
-        return _pod_views(_dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec"))
-    if kind == "CronJob" and group == "batch":
+    if kind == "CronJob":
         job = _dict(_dict(spec.get("jobTemplate")).get("spec"))
         return _pod_views(_dict(_dict(job.get("template")).get("spec")),
                           ("spec", "jobTemplate", "spec", "template", "spec"))
-    if kind == "Pod" and api == "v1":
+    if kind == "Pod":
         return _pod_views(spec, ("spec",))
-    if kind == "LeaderWorkerSet" and group == "leaderworkerset.x-k8s.io":
+    if kind == "LeaderWorkerSet":
         lwt = _dict(spec.get("leaderWorkerTemplate"))
         views: list[ContainerView] = []
         for key in ("leaderTemplate", "workerTemplate"):
@@ -223,10 +253,18 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
             return read_isvc(obj, _dict(ctx.serving_runtimes), _dict(ctx.cluster_serving_runtimes))
         if kind == "LLMInferenceService":
             return read_llmisvc(obj)
-    return []
+    if kind == "DynamoGraphDeployment":
+        return platforms.read_dynamo(obj)
+    if kind == "VLLMRuntime":
+        return platforms.read_vllm_runtime(obj)
+    views = platforms.structural_views(obj, patchable=True)
+    if kind == "RayService":
+        views += platforms.read_ray_serve_llm(obj)
+    return views
 
 
 def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
+    labels = platforms.labels_path(base)
     views = []
     for list_name in ("containers", "initContainers"):
         for idx, c in enumerate(_list(pod_spec.get(list_name))):
@@ -238,7 +276,8 @@ def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
             views.append(ContainerView(
                 name=str(c.get("name") or f"{list_name}[{idx}]"), container=c, pod_spec=pod_spec,
                 container_path=pointer(*base, list_name, idx),
-                resources_path=pointer(*base, list_name, idx, "resources")))
+                resources_path=pointer(*base, list_name, idx, "resources"),
+                labels_path=labels))
     return views
 
 
@@ -393,13 +432,25 @@ def _bare(info: _ObjectInfo, view: ContainerView, diags: list[Diagnostic],
         limit_bytes=None, request_bytes=None, resources_path=view.resources_path,
         annotations=dict(info.annotations),
         diagnostics=[dataclasses.replace(d, container=view.name) for d in info.diagnostics + diags],
-        skip_reason=info.skip_reason or skip_reason or view.skip_reason, runtime=view.runtime)
+        skip_reason=info.skip_reason or skip_reason or view.skip_reason, runtime=view.runtime,
+        **_view_fields(view))
+
+
+def _view_fields(view: ContainerView) -> dict[str, Any]:
+    return dict(patchable=view.patchable, labels_path=view.labels_path,
+                limit_path=view.limit_path, request_path=view.request_path,
+                env_path=view.env_path)
 
 
 def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     c = view.container
     image = _str(c.get("image"))
     diags: list[Diagnostic] = [Diagnostic(sev, msg) for sev, msg in view.notes]
+    if view.bare:
+        return _bare(info, view, diags)
+    if c.get("_dynamo"):
+        diags.append(Diagnostic("info", "python -m dynamo.vllm takes vLLM's engine flags: read as "
+                                "vLLM's api_server (Dynamo's own flags are not read)"))
 
     env, unknown, maybe_env, env_diags = _read_env(c)
     diags += env_diags
@@ -635,7 +686,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         skip_reason=info.skip_reason or skip_reason or view.skip_reason,
         effective_env=eff_env, gpu_count=dev.gpu_count, device=dev.device, vllm_version=version,
         lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime,
-        model_note=model_note)
+        model_note=model_note, **_view_fields(view))
 
 
 def _served_names(flags: list[str]) -> list[str]:

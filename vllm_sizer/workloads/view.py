@@ -23,3 +23,11 @@ class ContainerView:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
     skip_reason: str | None = None
     injected_env: tuple[str, ...] = ()  # set by a controller at runtime (values unknown)
+    # False: the object cannot carry this container's memory limit (the platform builds the
+    # pod, or the kind is read by structure only): estimated and reported, never patched
+    patchable: bool = True
+    labels_path: str | None = None  # JSON pointer of the pods' label map in the object
+    limit_path: str | None = None  # memory limit / request pointers when not under resources
+    request_path: str | None = None
+    env_path: str | None = None  # the container's env list, when not container_path + /env
+    bare: bool = False  # no container to read: a Workload that only carries notes/skip_reason

@@ -62,9 +62,11 @@ def test_service_configuration_fields():
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "ops"]}]}
         assert len(h["rules"]) == len(SERVED_RESOURCES)
         for rule, (group, version, plural, _kind) in zip(h["rules"], SERVED_RESOURCES):
+            # pods are sized on CREATE only (their resources are immutable afterwards)
+            ops = ["CREATE"] if (group, plural) == ("", "pods") else ["CREATE", "UPDATE"]
             assert rule == {"apiGroups": [group], "apiVersions": [version], "resources": [plural],
-                            "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}
-        assert [c["name"] for c in h["matchConditions"]] == ["vllm-workload", "not-controller-owned"]
+                            "operations": ops, "scope": "Namespaced"}
+        assert [c["name"] for c in h["matchConditions"]] == ["vllm-workload", "not-sized-elsewhere"]
     assert m["reinvocationPolicy"] == "IfNeeded"
     assert "reinvocationPolicy" not in v
 

@@ -1,6 +1,7 @@
 """Kopf registration for the controller role.
 
-- `kopf.on.resume` / `create` / `update` for every SERVED_RESOURCES kind, one function under one
+- `kopf.on.resume` / `create` / `update` for every WATCHED_RESOURCES kind (served kinds minus
+  Pod and ReplicaSet, which come in bulk and whose pods are sized at creation), one function under one
   handler id (Kopf calls it once per cycle even when a resume is mixed into an update), with a
   `when=` pre-filter so that objects which are not vLLM workloads, are owned by a controller, or
   sit in an unserved namespace are invisible to Kopf (it stores no state on them at all).
@@ -20,7 +21,7 @@ from typing import Any, Callable
 
 import kopf
 
-from ..settings import SERVED_RESOURCES, OperatorSettings
+from ..settings import WATCHED_RESOURCES, OperatorSettings
 from .kube import ApiError
 from .oom import OomWatcher
 from .sizing import OUTPUT_ANNOTATIONS, Sizer
@@ -44,7 +45,7 @@ def configure_kopf(settings: kopf.OperatorSettings) -> None:
 
 def register(registry: kopf.OperatorRegistry, sizer: Sizer, oom: OomWatcher | None = None,
              *, login: Callable[..., Any] | None = None,
-             resources: tuple[tuple[str, str, str, str], ...] = SERVED_RESOURCES) -> None:
+             resources: tuple[tuple[str, str, str, str], ...] = WATCHED_RESOURCES) -> None:
     """Register the controller's handlers on `registry` (a fresh `kopf.OperatorRegistry()` in
     tests, Kopf's default registry in `vllm-sizer run`)."""
 

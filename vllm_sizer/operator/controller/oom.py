@@ -110,9 +110,12 @@ class OomRecord:
 class OomWatcher:
     def __init__(self, api: KubeApi, settings: OperatorSettings, *,
                  count: Callable[[str, str], None] | None = None,
-                 read: Callable[..., list] | None = None):
+                 read: Callable[..., list] | None = None, verdicts: Any = None):
+        """`verdicts` (pods.PodVerdicts, optional): pod-level sizing told on the top-level
+        owner; with it the watch also follows FailedCreate Events (denied pods)."""
         self.api = api
         self.settings = settings
+        self.verdicts = verdicts
         self.count = count or _default_count
         if read is None:
             from ...workloads.reader import read_workloads as read
@@ -155,6 +158,11 @@ class OomWatcher:
             return []
         if not self.settings.serves_namespace(meta.get("namespace")):
             return []
+        if self.verdicts is not None:
+            try:
+                await self.verdicts.pod_sized(pod)
+            except Exception:  # noqa: BLE001 - the OOM evidence below must still run
+                log.exception("telling the owner of pod %s failed", meta.get("name"))
         records = []
         for cs, term, instance in self.terminations(pod):
             key = (str(meta.get("uid") or meta.get("name")), str(cs.get("name")), instance)
@@ -230,18 +238,27 @@ class OomWatcher:
         return record
 
     # -------------------------------------------------------------------------- the watch
-    def watch_paths(self) -> list[str]:
+    def watch_paths(self, plural: str = "pods") -> list[str]:
         if self.settings.namespaces:
-            return [resource_path("v1", "pods", ns) for ns in self.settings.namespaces
+            return [resource_path("v1", plural, ns) for ns in self.settings.namespaces
                     if self.settings.serves_namespace(ns)]
-        return [resource_path("v1", "pods")]
+        return [resource_path("v1", plural)]
+
+    def watches(self) -> list[tuple[str, dict[str, str]]]:
+        """(path, selector query) of every list+watch: sized pods by label; with verdicts, the
+        FailedCreate Events by field selector (both filtered by the API server)."""
+        out = [(path, {"labelSelector": SELECTOR}) for path in self.watch_paths()]
+        if self.verdicts is not None:
+            out += [(path, {"fieldSelector": "reason=FailedCreate"})
+                    for path in self.watch_paths("events")]
+        return out
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue(maxsize=10000)
         self._stop.clear()
-        for path in self.watch_paths():
-            threading.Thread(target=self._watch_thread, args=(path, loop, queue),
+        for path, selector in self.watches():
+            threading.Thread(target=self._watch_thread, args=(path, loop, queue, selector),
                              name=f"vllm-sizer-oom-watch {path}", daemon=True).start()
         self._tasks.append(loop.create_task(self._consume(queue), name="vllm-sizer-oom"))
 
@@ -263,6 +280,10 @@ class OomWatcher:
         while True:
             pod = await queue.get()
             try:
+                if pod.get("kind") == "Event" or "involvedObject" in pod:
+                    if self.verdicts is not None:
+                        await self.verdicts.pod_denied(pod)
+                    continue
                 await self.handle_pod(pod)
             except Exception:  # noqa: BLE001 - one pod never stops the watcher
                 log.exception("OOM evidence for pod %s failed",
@@ -277,15 +298,17 @@ class OomWatcher:
                     log.warning("OOM watch queue full: pod event dropped")
             loop.call_soon_threadsafe(put)
 
-    def _watch_thread(self, path: str, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> None:
+    def _watch_thread(self, path: str, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue,
+                      selector: dict[str, str] | None = None) -> None:
+        selector = selector or {"labelSelector": SELECTOR}
         backoff = 1.0
         while not self._stop.is_set() and not loop.is_closed():
             try:
-                listing = self.api.request_sync("GET", path, query={"labelSelector": SELECTOR})
+                listing = self.api.request_sync("GET", path, query=selector)
                 for pod in (listing or {}).get("items") or []:
                     self._push(loop, queue, pod)
                 rv = ((listing or {}).get("metadata") or {}).get("resourceVersion")
-                self._stream(path, rv, loop, queue)
+                self._stream(path, rv, loop, queue, selector)
                 backoff = 1.0
             except Exception as exc:  # noqa: BLE001
                 if self._stop.is_set() or loop.is_closed():
@@ -296,9 +319,10 @@ class OomWatcher:
                 backoff = min(backoff * 2, 30.0)
 
     def _stream(self, path: str, rv: str | None, loop: asyncio.AbstractEventLoop,
-                queue: asyncio.Queue) -> None:
+                queue: asyncio.Queue, selector: dict[str, str] | None = None) -> None:
         client = self.api.client
-        query = [("labelSelector", SELECTOR), ("watch", "true"), ("allowWatchBookmarks", "true"),
+        query = [*(selector or {"labelSelector": SELECTOR}).items(), ("watch", "true"),
+                 ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS))]
         if rv and rv != "...":
             query.append(("resourceVersion", rv))

@@ -9,7 +9,7 @@ rejects it):
 |---|---|---|
 | body that is not JSON, not an object, apiVersion other than admission.k8s.io/v1, kind other than AdmissionReview, no `request`, no `request.uid` | 400, text/plain diagnostic | webhook failure |
 | body larger than max_request_bytes (8 MiB) | 413 (server.py) | webhook failure |
-| subresource (scale, status), operation other than CREATE/UPDATE, namespace not served, object missing or not an object | 200 | allowed, untouched |
+| subresource (scale, status), operation other than CREATE/UPDATE, a Pod UPDATE (pods are sized on CREATE only), namespace not served, object missing or not an object | 200 | allowed, untouched |
 | not a vLLM workload (the common case) | 200 | allowed, untouched (fast path: no copy, no patch) |
 | vLLM workload, mutating route | 200 | verdict mutate: JSONPatch + the mutation warnings; allow (or unknown for one container while another was sized) with new annotations: the annotation patch, no warnings; deny: allowed, no patch, no warnings (the validating route denies, after every mutation, other webhooks' included); no patch otherwise |
 | vLLM workload, validating route | 200 | deny: allowed false, code 403, the decision's message (+ warnings); anything else: allowed + warnings |
@@ -275,6 +275,10 @@ class Admission:
                     or not isinstance(req.object, dict):
                 answer = allow(req.uid)
             elif not self.settings.serves_namespace(req.namespace or _meta_namespace(req.object)):
+                answer = allow(req.uid)
+            elif req.kind == "Pod" and req.group == "" and req.operation != "CREATE":
+                # a pod's resources are immutable after creation (only a few fields change):
+                # pods are sized on CREATE only, never patched on UPDATE
                 answer = allow(req.uid)
             else:
                 answer, verdict = await self._decide(route, req)

@@ -3,9 +3,9 @@
 The Helm chart and manifests/ mirror exactly these objects (`vllm-sizer render-webhooks` or a
 test may print them); `vllm-sizer run --dev` registers them with a `url` clientConfig.
 
-Choices (issue 6):
-- one webhook per configuration, rules for every SERVED_RESOURCES kind, CREATE and UPDATE,
-  scope Namespaced. Subresources (`deployments/scale`, `/status`) are not in the rules, so the
+Choices:
+- one webhook per configuration, rules for every served kind of the kinds table
+  (vllm_sizer/workloads/kinds.py), CREATE and UPDATE (Pod: CREATE), scope Namespaced. Subresources (`deployments/scale`, `/status`) are not in the rules, so the
   API server never sends them (the server ignores them anyway);
 - `namespaceSelector`: `kubernetes.io/metadata.name NotIn` kube-system, the operator's own
   namespace and the excluded ones (and `In` the served ones when the settings restrict them);
@@ -23,7 +23,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Iterable, Literal
 
-from ..settings import (MUTATE_PATH, MUTATING_CONFIG_NAME, SERVED_RESOURCES, VALIDATE_PATH,
+from ...workloads import kinds as _kinds
+from ..settings import (MUTATE_PATH, MUTATING_CONFIG_NAME, SIZED_LABEL, VALIDATE_PATH,
                         VALIDATING_CONFIG_NAME, OperatorSettings)
 
 FailurePolicy = Literal["Ignore", "Fail"]
@@ -38,30 +39,26 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # makes the API server apply failurePolicy, so every field access is guarded with has():
 # `has(a.b)` needs `a` to exist, hence the chains. `object` is untyped (dyn) here.
 #
-# 1. "vllm-workload": the kind is always vLLM (KServe InferenceService, LLMInferenceService:
-#    their predictor may name a Hugging Face model with no "vllm" string anywhere), or some
-#    container of a pod spec, at any of the served shapes, has "vllm" (or "huggingfaceserver",
+# 1. "vllm-workload": the kind is always sent (kinds.py `always_send`: KServe
+#    InferenceService and LLMInferenceService, whose predictor may name a Hugging Face model with
+#    no "vllm" string anywhere, and the platforms' CRDs, whose pod templates sit deeper than a
+#    bounded CEL expression reaches or whose command their operator builds), or some container
+#    of a pod spec, at any of the served kinds' `pod_specs`, has "vllm" (or "huggingfaceserver",
 #    KServe's server, which runs vLLM) in its image, command or args (images
 #    `vllm/vllm-openai`, `vllm-cpu-release-repo`, `kserve/huggingfaceserver`, commands
 #    `vllm serve`, `python3 -m vllm.entrypoints...`, `sh -c "... vllm serve ..."`), or in a
 #    literal env value (a command given as `$(LAUNCHER)` with LAUNCHER=vllm; the kubelet expands
-#    it, and so does the reader). Pod specs looked at:
-#    object.spec (Pod), object.spec.template.spec (Deployment, StatefulSet, Job, ReplicaSet,
-#    DaemonSet), object.spec.jobTemplate.spec.template.spec (CronJob) and LeaderWorkerSet's
-#    leader and worker templates. Image names are lowercase by the registry grammar.
+#    it, and so does the reader). Image names are lowercase by the registry grammar.
 #    A vLLM container whose image and command say nothing about vLLM (a private image whose
 #    ENTRYPOINT runs vllm, given only args) is not sent: the reader could not tell either.
-# 2. "not-controller-owned": objects made by a controller (a KServe-made Deployment, an
-#    LWS-made StatefulSet) are skipped by the reader (their owner is sized), so they need not
-#    be sent.
-VLLM_KINDS = ("InferenceService", "LLMInferenceService")
-POD_SPEC_PATHS = (
-    "object.spec",
-    "object.spec.template.spec",
-    "object.spec.jobTemplate.spec.template.spec",
-    "object.spec.leaderWorkerTemplate.leaderTemplate.spec",
-    "object.spec.leaderWorkerTemplate.workerTemplate.spec",
-)
+# 2. "not-sized-elsewhere": a Pod is sent unless it carries the vllm-sizer.io/sized label AND
+#    its controller is a kind that creates pods from a template vllm-sizer sizes (kinds.py
+#    `pod_owner`: ReplicaSet, StatefulSet, Job, DaemonSet, ReplicationController, RayCluster);
+#    any other object made by a controller (a KServe-made Deployment, an LWS-made StatefulSet)
+#    is skipped by the reader (its owner is sized, or its pods when they are created), so it is
+#    not sent.
+VLLM_KINDS = tuple(k.kind for k in _kinds.served() if k.always_send)
+POD_SPEC_PATHS = tuple(dict.fromkeys(p for k in _kinds.served() for p in k.pod_specs))
 # RE2, searched anywhere in the string (CEL `matches` is not anchored).
 VLLM_MARKERS = "vllm|huggingfaceserver"
 _CONTAINER_MENTIONS_VLLM = (
@@ -89,25 +86,42 @@ def vllm_workload_expression() -> str:
     return "\n|| ".join(clauses)
 
 
-NOT_CONTROLLER_OWNED = (
-    "!(has(object.metadata) && has(object.metadata.ownerReferences)"
-    " && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true))"
-)
+_OWNED = ("has(object.metadata) && has(object.metadata.ownerReferences)"
+          " && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true")
+
+
+def _owner_is(group: str) -> str:
+    if group:
+        return f"has(r.apiVersion) && r.apiVersion.startsWith('{group}/')"
+    return "has(r.apiVersion) && !r.apiVersion.contains('/')"
+
+
+def not_sized_elsewhere_expression() -> str:
+    owners = " || ".join(f"(r.kind == '{kind}' && {_owner_is(group)})"
+                         for group, kind in _kinds.pod_owner_kinds())
+    label = (f"has(object.metadata) && has(object.metadata.labels)"
+             f" && '{SIZED_LABEL}' in object.metadata.labels"
+             f" && object.metadata.labels['{SIZED_LABEL}'] != ''")
+    pod_from_sized_template = f"{label} && {_OWNED} && ({owners}))"
+    return (f"request.kind.kind == 'Pod' && request.kind.group == ''"
+            f"\n? !({pod_from_sized_template})"
+            f"\n: !({_OWNED}))")
 
 
 def match_conditions() -> list[dict[str, str]]:
     return [
         {"name": "vllm-workload", "expression": vllm_workload_expression()},
-        {"name": "not-controller-owned", "expression": NOT_CONTROLLER_OWNED},
+        {"name": "not-sized-elsewhere", "expression": not_sized_elsewhere_expression()},
     ]
 
 
 # ---- pieces ----------------------------------------------------------------------------------
 
 def rules() -> list[dict[str, Any]]:
-    return [{"apiGroups": [group], "apiVersions": [version], "resources": [plural],
-             "operations": ["CREATE", "UPDATE"], "scope": "Namespaced"}
-            for group, version, plural, _kind in SERVED_RESOURCES]
+    """One rule per served kind (kinds.py), with its operations (Pod: CREATE only)."""
+    return [{"apiGroups": [k.group], "apiVersions": [k.version], "resources": [k.plural],
+             "operations": list(k.operations), "scope": "Namespaced"}
+            for k in _kinds.served()]
 
 
 def namespace_selector(settings: OperatorSettings) -> dict[str, Any]:

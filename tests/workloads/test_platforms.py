@@ -1,0 +1,288 @@
+"""The platforms' kinds, read from their published samples (tests/data/platforms, each file
+names the repository and commit it was copied from), the structural rule for kinds with no
+table, and pods: sized unless created from a template vllm-sizer sized."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+
+import jsonpatch
+import pytest
+import yaml
+
+from vllm_sizer.policy.review import NOT_PATCHABLE, review_object
+from vllm_sizer.policy.settings import PolicySettings
+from vllm_sizer.workloads import kinds, read_workloads
+from vllm_sizer.workloads.model import SIZED_LABEL
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "platforms"
+
+
+def doc(name: str, kind: str) -> dict:
+    for d in yaml.safe_load_all((DATA / name).read_text()):
+        if d and d.get("kind") == kind:
+            return copy.deepcopy(d)
+    raise LookupError(kind)
+
+
+def enforce() -> PolicySettings:
+    return PolicySettings(mode="enforce")
+
+
+# ---- KubeRay RayService: serveConfigV2 llm_configs ------------------------------------------
+
+def test_rayservice_serve_llm_engine_kwargs_are_read_and_never_written():
+    obj = doc("kuberay-rayservice-llm.yaml", "RayService")
+    (w,) = read_workloads(obj)
+    assert w.model == "Qwen/Qwen2.5-7B-Instruct"
+    assert w.settings.max_model_len == 1024
+    assert w.settings.dtype == "bfloat16"
+    assert w.settings.gpu_memory_utilization == 0.75
+    assert w.gpu_count == 4 and w.device == "cuda"  # the gpu-group worker (nvidia.com/gpu: 4)
+    assert w.container_path.startswith("/spec/rayClusterConfig/workerGroupSpecs/0/")
+    assert w.patchable is False
+    assert any("Ray object store" in d.message for d in w.diagnostics)
+    for mode in ("mutate", "enforce"):
+        r = review_object(obj, policy=PolicySettings(mode=mode))
+        assert r.verdict not in ("deny", "mutate") and r.patch == []
+
+
+def test_rayservice_bad_serve_config_is_a_diagnostic():
+    obj = doc("kuberay-rayservice-llm.yaml", "RayService")
+    obj["spec"]["serveConfigV2"] = "llm_configs: [unclosed"
+    (w,) = read_workloads(obj)
+    assert w.settings is None and any("not valid YAML" in d.message for d in w.diagnostics)
+
+
+# ---- production-stack VLLMRuntime ------------------------------------------------------------
+
+def test_vllmruntime_fields_become_the_command_and_memory_is_the_patch_path():
+    obj = doc("production-stack-vllmruntime.yaml", "VLLMRuntime")
+    (w,) = read_workloads(obj)
+    assert w.model == "meta-llama/Llama-3.1-8B-Instruct"
+    s = w.settings
+    assert (s.enable_lora, s.max_loras, s.max_model_len, s.max_num_seqs, s.dtype) == \
+        (True, 4, 4096, 32, "bfloat16")
+    assert s.gpu_memory_utilization == 0.8 and w.gpu_count == 1
+    assert w.limit_bytes == w.request_bytes == 32 * 1024**3
+    assert w.memory_limit_path == "/spec/deploymentConfig/resources/memory"
+    obj["spec"]["deploymentConfig"]["resources"]["memory"] = "1Gi"
+    r = review_object(obj, policy=PolicySettings(mode="mutate"))
+    assert r.verdict == "mutate"
+    paths = {op["path"] for op in r.patch}
+    assert "/spec/deploymentConfig/resources/memory" in paths
+    assert not any("/limits/" in p or "/requests/" in p for p in paths)
+    mutated = jsonpatch.apply_patch(obj, r.patch)
+    (again,) = read_workloads(mutated)
+    assert again.limit_bytes > 1024**3  # raised, one field for request and limit
+    assert review_object(mutated, policy=PolicySettings(mode="mutate")).verdict == "allow"
+    assert review_object(obj, policy=enforce()).verdict == "deny"
+
+
+# ---- KubeAI Model: the platform builds the pod ------------------------------------------------
+
+def test_kubeai_model_is_read_from_its_fields_with_no_patch_path():
+    obj = doc("kubeai-model.yaml", "Model")
+    (w,) = read_workloads(obj)
+    assert w.model == "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8"
+    assert w.device == "cuda" and w.gpu_count == 1  # resourceProfile nvidia-gpu-l4:1
+    assert w.patchable is False
+    assert any("pod-level webhook" in d.message for d in w.diagnostics)
+    r = review_object(obj, policy=enforce())
+    assert r.verdict != "deny" and r.patch == []
+    obj["spec"]["engine"] = "OLlama"
+    assert read_workloads(obj) == []
+
+
+def test_kubeai_cpu_profile_and_args():
+    obj = doc("kubeai-model.yaml", "Model")
+    obj["spec"].update(url="hf://Qwen/Qwen3-0.6B", resourceProfile="cpu:2",
+                       args=["--max-num-batched-tokens=1024"], adapters=[{"name": "a", "url": "hf://x/y"}])
+    (w,) = read_workloads(obj)
+    assert w.model == "Qwen/Qwen3-0.6B" and w.device == "cpu"
+    assert w.settings.max_num_batched_tokens == 1024 and w.settings.enable_lora
+    r = review_object(obj, policy=PolicySettings(mode="mutate"))
+    assert r.patch == [] and any(NOT_PATCHABLE in x for x in r.warnings)
+
+
+# ---- AIBrix ------------------------------------------------------------------------------------
+
+def test_stormservice_roles_are_pod_templates():
+    obj = doc("aibrix-stormservice-1p1d.yaml", "StormService")
+    ws = read_workloads(obj)
+    assert [w.container for w in ws] == ["prefill", "decode"]
+    for i, w in enumerate(ws):
+        assert w.resources_path == f"/spec/template/spec/roles/{i}/template/spec/containers/0/resources"
+        assert w.labels_path == f"/spec/template/spec/roles/{i}/template/metadata/labels"
+        assert w.patchable and w.model == "/models/Qwen3-8B"
+    r = review_object(obj, policy=PolicySettings(mode="mutate"), label_pods=True)
+    labels = {op["path"] for op in r.patch if SIZED_LABEL.replace("/", "~1") in op["path"]}
+    assert labels == {f"/spec/template/spec/roles/{i}/template/metadata/labels/vllm-sizer.io~1sized"
+                      for i in (0, 1)}
+
+
+def test_rayclusterfleet_without_vllm_is_not_a_workload():
+    assert read_workloads(doc("aibrix-rayclusterfleet.yaml", "RayClusterFleet")) == []
+
+
+# ---- Dynamo -----------------------------------------------------------------------------------
+
+def test_dynamo_v1alpha1_main_container_and_component_resources():
+    obj = doc("dynamo-agg-v1alpha1.yaml", "DynamoGraphDeployment")
+    (w,) = read_workloads(obj)  # the Frontend runs no vLLM
+    assert w.container == "VllmDecodeWorker/main" and w.model == "Qwen/Qwen3-0.6B"
+    assert w.gpu_count == 1 and w.device == "cuda"
+    assert w.resources_path == "/spec/services/VllmDecodeWorker/resources"
+    assert not any("startup error" in d.message for d in w.diagnostics)
+    assert any("dynamo.vllm" in d.message for d in w.diagnostics)
+    r = review_object(obj, policy=PolicySettings(mode="mutate"), label_pods=True)
+    paths = {op["path"] for op in r.patch}
+    assert "/spec/services/VllmDecodeWorker/resources/limits/memory" in paths
+    assert "/spec/services/VllmDecodeWorker/extraPodMetadata/labels/vllm-sizer.io~1sized" in paths \
+        or "/spec/services/VllmDecodeWorker/extraPodMetadata" in paths
+
+
+def test_dynamo_v1beta1_pod_templates():
+    obj = doc("dynamo-agg-v1beta1.yaml", "DynamoGraphDeployment")
+    (w,) = read_workloads(obj)
+    assert w.container_path == "/spec/components/1/podTemplate/spec/containers/0"
+    assert w.labels_path == "/spec/components/1/podTemplate/metadata/labels"
+    assert w.model == "Qwen/Qwen3-0.6B" and w.gpu_count == 1 and w.patchable
+
+
+# ---- KAITO, Knative ---------------------------------------------------------------------------
+
+def test_kaito_preset_says_kaito_sizes_it():
+    obj = doc("kaito-workspace.yaml", "Workspace")
+    (w,) = read_workloads(obj)
+    assert "KAITO" in w.skip_reason and "ds-inference-params" in w.skip_reason
+    assert review_object(obj, policy=enforce()).patch == []
+    assert read_workloads(doc("kaito-workspace.yaml", "ConfigMap")) == []
+
+
+def test_kaito_template_is_read_not_patched():
+    obj = doc("kaito-workspace.yaml", "Workspace")
+    del obj["inference"]["preset"]
+    obj["inference"]["template"] = {"spec": {"containers": [{
+        "name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+        "args": ["--model", "Qwen/Qwen3-0.6B"], "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    (w,) = read_workloads(obj)
+    assert w.model == "Qwen/Qwen3-0.6B" and not w.patchable and not w.skip_reason
+
+
+def test_knative_service_template():
+    obj = doc("knative-service.yaml", "Service")
+    (w,) = read_workloads(obj)
+    assert w.resources_path == "/spec/template/spec/containers/0/resources" and w.patchable
+    r = review_object(obj, policy=PolicySettings(mode="mutate"), label_pods=True)
+    assert "/spec/template/metadata/labels" in {op["path"] for op in r.patch} or any(
+        op["path"].startswith("/spec/template/metadata/labels/") for op in r.patch)
+    core = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"template": obj["spec"]["template"]}}
+    assert read_workloads(core) == []  # a core Service is not a workload
+
+
+# ---- structural rule ---------------------------------------------------------------------------
+
+VLLM = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+        "args": ["--model", "Qwen/Qwen3-0.6B"], "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+
+
+def test_unknown_crd_is_read_by_structure_and_reported_only():
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "x"},
+           "spec": {"serving": {"replicas": [{"podTemplate": {"spec": {"containers": [VLLM]}}}]}}}
+    (w,) = read_workloads(obj)
+    assert w.container_path == "/spec/serving/replicas/0/podTemplate/spec/containers/0"
+    assert not w.patchable and any("read by structure" in d.message for d in w.diagnostics)
+    for mode in ("mutate", "enforce"):
+        r = review_object(obj, policy=PolicySettings(mode=mode))
+        assert r.patch == [] and r.verdict not in ("mutate", "deny")
+
+
+def test_unknown_crd_whose_operator_builds_the_command_names_the_object():
+    obj = {"apiVersion": "example.com/v1", "kind": "Engine", "metadata": {"name": "e"},
+           "spec": {"template": {"spec": {"containers": [{"name": "engine", "image": "vllm/vllm-openai:v0.11.0",
+                                                          "command": ["/entrypoint.sh"]}]}}}}
+    (w,) = read_workloads(obj)
+    assert w.settings is None and (w.kind, w.name) == ("Engine", "e")
+    assert any("no vLLM command" in d.message for d in w.diagnostics)
+
+
+def test_structural_walk_is_bounded():
+    node: dict = {"spec": {"containers": [VLLM]}}
+    for i in range(50):
+        node = {"x": node}
+    obj = {"apiVersion": "example.com/v1", "kind": "Deep", "metadata": {"name": "d"}, "spec": node}
+    assert read_workloads(obj) == []  # deeper than MAX_DEPTH: not searched, no crash
+    wide = {"apiVersion": "example.com/v1", "kind": "Wide", "metadata": {"name": "w"},
+            "spec": {"items": [{"a": i} for i in range(20000)]}}
+    assert read_workloads(wide) == []
+
+
+# ---- pods --------------------------------------------------------------------------------------
+
+def vllm_pod(owner=None, labelled=False):
+    meta = {"name": "p", "namespace": "llm", "labels": {"app": "x"}}
+    if labelled:
+        meta["labels"][SIZED_LABEL] = "true"
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": "o",
+                                    "uid": "u", "controller": True}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [dict(VLLM)]}}
+
+
+@pytest.mark.parametrize("owner, labelled, skipped", [
+    (("apps/v1", "ReplicaSet"), True, True),  # template sized: left alone
+    (("apps/v1", "StatefulSet"), True, True),
+    (("batch/v1", "Job"), True, True),
+    (("ray.io/v1", "RayCluster"), True, True),
+    (("apps/v1", "ReplicaSet"), False, False),  # a workload created before the install
+    (("example.com/v1", "Widget"), True, False),  # an operator vllm-sizer does not read
+    (("example.com/v1", "Widget"), False, False),
+    (None, False, False),  # bare
+    (None, True, False),
+])
+def test_pods_are_sized_unless_created_from_a_sized_template(owner, labelled, skipped):
+    (w,) = read_workloads(vllm_pod(owner, labelled))
+    assert bool(w.skip_reason) is skipped
+    r = review_object(vllm_pod(owner, labelled), policy=PolicySettings(mode="mutate"), label_pods=True)
+    if skipped:
+        assert r.patch == []
+    else:
+        paths = {op["path"] for op in r.patch}
+        assert "/spec/containers/0/resources/limits/memory" in paths
+        assert any(p.startswith("/metadata/annotations") for p in paths)
+
+
+def test_skip_annotation_on_a_new_workload_labels_its_templates_skip():
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "d", "namespace": "llm", "annotations": {"vllm-sizer.io/skip": "true"}},
+           "spec": {"template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [VLLM]}}}}
+    r = review_object(dep, policy=PolicySettings(mode="mutate"), label_pods=True)
+    assert r.patch == [{"op": "add", "path": "/spec/template/metadata/labels/vllm-sizer.io~1sized",
+                        "value": "skip"}]
+    # and so its pods (owned by its ReplicaSet, label "skip") are left alone
+    pod = vllm_pod(("apps/v1", "ReplicaSet"))
+    pod["metadata"]["labels"][SIZED_LABEL] = "skip"
+    (w,) = read_workloads(pod)
+    assert w.skip_reason
+    # not on an UPDATE (labelling a running template rolls its pods)
+    assert review_object(dep, policy=PolicySettings(mode="mutate"), label_pods=False).patch == []
+
+
+# ---- the one table -----------------------------------------------------------------------------
+
+def test_kinds_table_is_consistent():
+    seen = set()
+    for k in kinds.KINDS:
+        assert (k.group, k.kind) not in seen
+        seen.add((k.group, k.kind))
+        assert k.api_version in k.api_versions
+        assert kinds.lookup(k.api_version, k.kind) is k
+        assert k.source, f"{k.kind} cites no source"
+        assert k.pod_specs or k.always_send, f"{k.kind}: the matchConditions would never send it"
+    assert kinds.lookup("v1", "Service") is None  # core Service: not a workload
+    assert set(kinds.watched_resources()) < set(kinds.served_resources())
+    assert {k for *_r, k in kinds.served_resources()} - {k for *_r, k in kinds.watched_resources()} \
+        == {"Pod", "ReplicaSet"}

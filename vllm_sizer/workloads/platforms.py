@@ -1,0 +1,461 @@
+"""Readers of the serving platforms' custom resources, and the structural rule for any other
+kind: ContainerViews for the reader (reader.py). Each shape cites its source in kinds.py (the
+project's API types or CRD at a commit); the readers below follow those files.
+
+- `find_pod_templates(obj)`: every pod spec (a mapping with a `containers` list of container
+  mappings) anywhere below the object's top-level fields other than metadata/status, at most
+  MAX_DEPTH levels down and MAX_NODES mappings visited. This reads RayCluster (head and worker
+  groups), RayService (spec.rayClusterConfig), AIBrix RayClusterFleet (spec.template.spec) and
+  StormService (spec.template.spec.roles[].template), Knative Service (spec.template),
+  Dynamo v1beta1 (spec.components[].podTemplate), a KAITO Workspace's inference.template, and a
+  CRD nobody wrote a table for.
+- `read_kubeai_model`: KubeAI builds the pod itself (internal/modelcontroller/engine_vllm.go:
+  `python3 -m vllm.entrypoints.openai.api_server --model=<url ref> --served-model-name=<name>
+  <spec.args>`, `--enable-lora` with adapters, env from spec.env); its memory comes from the
+  resourceProfile in KubeAI's own configuration, which the CR cannot carry: no patch path.
+- `read_vllm_runtime`: production-stack's operator (operator/internal/controller/
+  vllmruntime_controller.go) runs `/opt/venv/bin/vllm serve <modelURL> ...` with flags built
+  from spec.model / spec.vllmConfig, and deploymentConfig.resources.memory as both request and
+  limit: that field is the patch path.
+- `read_dynamo`: DynamoGraphDeployment v1alpha1, services.<name>.extraPodSpec.mainContainer
+  with the component's `resources` ({requests, limits} of {cpu, memory, gpu, gpuType});
+  `python3 -m dynamo.vllm` takes vLLM's engine flags and is read as the api_server module.
+- `read_ray_serve_llm`: RayService serveConfigV2 applications whose args carry `llm_configs`
+  (ray.serve.llm): each config's engine_kwargs are vLLM's engine arguments; the engine runs in
+  a Ray worker next to the raylet and the object store, so the estimate is reported, never
+  written.
+- `read_kaito_workspace`: a preset is built and sized by KAITO itself (the vLLM runtime unless
+  the kaito.sh/runtime annotation says transformers); inference.template is read by structure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from .expand import pointer
+from .view import ContainerView
+
+MAX_DEPTH = 10
+MAX_NODES = 5000
+_SKIP_TOP = {"apiVersion", "kind", "metadata", "status"}
+API_SERVER = "vllm.entrypoints.openai.api_server"
+DYNAMO_VLLM = re.compile(r"\bpython[0-9.]*\s+-m\s+dynamo\.vllm\b")
+
+
+def _dict(x: Any) -> dict:
+    return x if isinstance(x, dict) else {}
+
+
+def _list(x: Any) -> list:
+    return x if isinstance(x, list) else []
+
+
+def is_pod_spec(node: Any) -> bool:
+    containers = node.get("containers") if isinstance(node, dict) else None
+    return isinstance(containers, list) and bool(containers) and all(
+        isinstance(c, dict) and ("image" in c or "name" in c or "command" in c)
+        for c in containers)
+
+
+def find_pod_templates(obj: dict) -> list[tuple[tuple[str | int, ...], dict]]:
+    """(path segments of the pod spec, pod spec) for every pod spec in the object, in document
+    order; a pod spec's own children are not searched (no pods inside pods)."""
+    found: list[tuple[tuple[str | int, ...], dict]] = []
+    budget = [MAX_NODES]
+
+    def walk(node: Any, path: tuple[str | int, ...]) -> None:
+        if budget[0] <= 0 or len(path) > MAX_DEPTH:
+            return
+        if isinstance(node, dict):
+            budget[0] -= 1
+            if path and is_pod_spec(node):
+                found.append((path, node))
+                return
+            for k, v in node.items():
+                if not path and k in _SKIP_TOP:
+                    continue
+                if isinstance(v, (dict, list)):
+                    walk(v, (*path, str(k)))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                if isinstance(v, (dict, list)):
+                    walk(v, (*path, i))
+
+    walk(obj, ())
+    return found
+
+
+def labels_path(spec_path: tuple[str | int, ...]) -> str | None:
+    """Where the pods' labels live for a pod spec at `spec_path`: the PodTemplateSpec's
+    metadata (…/template/spec → …/template/metadata/labels), or the Pod's own."""
+    if spec_path == ("spec",):
+        return "/metadata/labels"
+    if spec_path and spec_path[-1] == "spec":
+        return pointer(*spec_path[:-1], "metadata", "labels")
+    return None
+
+
+def structural_views(obj: dict, patchable: bool, note: str | None = None) -> list[ContainerView]:
+    views: list[ContainerView] = []
+    for path, pod_spec in find_pod_templates(obj):
+        views.extend(pod_views(pod_spec, path, patchable=patchable,
+                               labels=labels_path(path) if patchable else None, note=note))
+    return views
+
+
+def pod_views(pod_spec: dict, base: tuple[str | int, ...], *, patchable: bool = True,
+              labels: str | None = None, note: str | None = None) -> list[ContainerView]:
+    views = []
+    for list_name in ("containers", "initContainers"):
+        for idx, c in enumerate(_list(pod_spec.get(list_name))):
+            c = _dict(c)
+            if not c:
+                continue
+            if list_name == "initContainers" and c.get("restartPolicy") != "Always":
+                continue  # only sidecars keep running next to the others
+            c = _dynamo_rewrite(c)
+            views.append(ContainerView(
+                name=str(c.get("name") or f"{list_name}[{idx}]"), container=c, pod_spec=pod_spec,
+                container_path=pointer(*base, list_name, idx),
+                resources_path=pointer(*base, list_name, idx, "resources"),
+                patchable=patchable, labels_path=labels,
+                notes=[("info", note)] if note else []))
+    return views
+
+
+def _dynamo_rewrite(c: dict) -> dict:
+    """`python3 -m dynamo.vllm ARGS` (in command, args or a `sh -c` script) → the api_server
+    module with ARGS (the model as `--model`, as Dynamo takes it): Dynamo's vLLM worker parses
+    vLLM's engine flags (components/src/dynamo/vllm/args.py adds AsyncEngineArgs to its
+    parser) plus its own."""
+    words = [str(w) for w in _list(c.get("command")) + _list(c.get("args"))]
+    if not any("dynamo.vllm" in w for w in words):
+        return c
+    out = dict(c)
+    for key in ("command", "args"):
+        items = _list(c.get(key))
+        new: list[Any] = []
+        i = 0
+        while i < len(items):
+            w = items[i]
+            if isinstance(w, str) and w == "-m" and i + 1 < len(items) and items[i + 1] == "dynamo.vllm":
+                if new and isinstance(new[-1], str) and new[-1].rsplit("/", 1)[-1].startswith("python"):
+                    new.pop()
+                new += ["python3", "-m", API_SERVER]
+                i += 2
+                continue
+            new.append(DYNAMO_VLLM.sub("python3 -m " + API_SERVER, w) if isinstance(w, str) else w)
+            i += 1
+        if key in c:
+            out[key] = new
+    out["_dynamo"] = True
+    return out
+
+
+# ------------------------------------------------------------------ KubeAI Model
+def _hf_ref(url: str) -> str:
+    for prefix in ("hf://", "huggingface://"):
+        if url.lower().startswith(prefix):
+            return url[len(prefix):].split("@", 1)[0].strip("/")
+    if url.startswith("pvc://"):
+        return "/model"
+    return url
+
+
+def _profile_resources(profile: str) -> tuple[dict, list[tuple[str, str]]]:
+    """KubeAI resourceProfile "<name>:<count>" → what the reader can tell of the device; the
+    profile's requests/limits live in KubeAI's configuration (helm values resourceProfiles),
+    not in the CR."""
+    name, _, count = profile.partition(":")
+    count = count if count.isdigit() else "1"
+    low = name.lower()
+    if low.startswith("nvidia-gpu"):
+        return {"limits": {"nvidia.com/gpu": count}}, []
+    if low.startswith("amd-gpu"):
+        return {"limits": {"amd.com/gpu": count}}, []
+    if low.startswith("google-tpu"):
+        return {"limits": {"google.com/tpu": count}}, []
+    if low.startswith("cpu"):
+        return {}, [("info", f"resourceProfile {profile}: read as a CPU pod")]
+    return {}, [("warning", f"resourceProfile {profile!r}: its device and memory are in KubeAI's "
+                 "configuration, unknown here")]
+
+
+def read_kubeai_model(obj: dict) -> list[ContainerView]:
+    spec = _dict(obj.get("spec"))
+    if str(spec.get("engine", "")).upper() != "VLLM":
+        return []  # OLlama, FasterWhisper, Infinity: not vLLM
+    meta = _dict(obj.get("metadata"))
+    url = str(spec.get("url") or "")
+    model = _hf_ref(url)
+    args = [f"--model={model}", f"--served-model-name={meta.get('name') or ''}"]
+    if url.startswith("s3://") and not spec.get("cacheProfile"):
+        args.append("--load-format=runai_streamer")
+    args += [str(a) for a in _list(spec.get("args"))]
+    env = [{"name": str(k), "value": str(v)} for k, v in sorted(_dict(spec.get("env")).items())]
+    if spec.get("adapters"):
+        args.append("--enable-lora")
+    profile = str(spec.get("resourceProfile") or "")
+    resources, notes = _profile_resources(profile) if profile else ({}, [])
+    if profile.lower().startswith("cpu"):
+        env.append({"name": "VLLM_TARGET_DEVICE", "value": "cpu"})
+    container = {"name": "server", "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+                 "args": args, "env": env, "resources": resources}
+    if spec.get("image"):
+        container["image"] = spec["image"]
+    notes.append(("info", "KubeAI builds this pod (python3 -m vllm.entrypoints.openai.api_server "
+                  "from spec.url and spec.args); its memory limit comes from the resourceProfile in "
+                  "KubeAI's configuration, which the Model cannot carry, so the Model is not "
+                  "changed: the pod-level webhook sizes its pods when KubeAI creates them"))
+    return [ContainerView(name="server", container=container, pod_spec={},
+                          container_path=pointer("spec"), resources_path=pointer("spec", "resources"),
+                          storage_uri=url or None, patchable=False, notes=notes)]
+
+
+# ------------------------------------------------------------------ production-stack VLLMRuntime
+def read_vllm_runtime(obj: dict) -> list[ContainerView]:
+    spec = _dict(obj.get("spec"))
+    model = _dict(spec.get("model"))
+    vc = _dict(spec.get("vllmConfig"))
+    dc = _dict(spec.get("deploymentConfig"))
+    res = _dict(dc.get("resources"))
+    url = str(model.get("modelURL") or "")
+    args: list[str] = [url, "--host", "0.0.0.0", "--port", str(vc.get("port") or 8000)]
+    if model.get("enableLoRA"):
+        args.append("--enable-lora")
+    args.append("--enable-chunked-prefill" if vc.get("enableChunkedPrefill") else "--no-enable-chunked-prefill")
+    args.append("--enable-prefix-caching" if vc.get("enablePrefixCaching") else "--no-enable-prefix-caching")
+    for key, flag in (("maxModelLen", "--max-model-len"), ("maxNumSeqs", "--max-num-seqs")):
+        if isinstance(model.get(key), int) and model[key] > 0:
+            args += [flag, str(model[key])]
+    if model.get("dtype"):
+        args += ["--dtype", str(model["dtype"])]
+    if isinstance(vc.get("tensorParallelSize"), int) and vc["tensorParallelSize"] > 0:
+        args += ["--tensor-parallel-size", str(vc["tensorParallelSize"])]
+    if vc.get("gpuMemoryUtilization"):
+        args += ["--gpu-memory-utilization", str(vc["gpuMemoryUtilization"])]
+    if isinstance(vc.get("maxLoras"), int) and vc["maxLoras"] > 0:
+        args += ["--max-loras", str(vc["maxLoras"])]
+    args += [str(a) for a in _list(vc.get("extraArgs"))]
+    env = [{"name": "VLLM_USE_V1", "value": "1" if vc.get("v1") else "0"}]
+    env += [e for e in _list(vc.get("env")) if isinstance(e, dict)]
+    resources: dict[str, Any] = {}
+    if res.get("memory") is not None:
+        resources = {"limits": {"memory": res["memory"]}, "requests": {"memory": res["memory"]}}
+    if res.get("gpu"):
+        gpu_type = str(res.get("gpuType") or "nvidia.com/gpu")
+        resources.setdefault("limits", {})[gpu_type] = str(res["gpu"])
+    image = _dict(dc.get("image"))
+    name = str(image.get("name") or "")
+    registry = str(image.get("registry") or "")
+    full = f"{registry}/{name}" if registry and name else name
+    container = {"name": "vllm", "image": full or None,
+                 "command": ["/opt/venv/bin/vllm", "serve"], "args": args, "env": env,
+                 "resources": resources}
+    pod_spec: dict[str, Any] = {}
+    if dc.get("shmSize"):
+        pod_spec["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory",
+                                                            "sizeLimit": dc["shmSize"]}}]
+        container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+    if dc.get("runtimeClass"):
+        pod_spec["runtimeClassName"] = dc["runtimeClass"]
+    mem_ptr = pointer("spec", "deploymentConfig", "resources", "memory")
+    return [ContainerView(
+        name="vllm", container=container, pod_spec=pod_spec,
+        container_path=pointer("spec", "vllmConfig"),
+        resources_path=pointer("spec", "deploymentConfig", "resources"),
+        limit_path=mem_ptr, request_path=mem_ptr,
+        env_path=pointer("spec", "vllmConfig", "env"), storage_uri=None,
+        labels_path=None,
+        notes=[("info", "production-stack's operator builds the vllm container from spec.model "
+                "and spec.vllmConfig; deploymentConfig.resources.memory is its request and limit")])]
+
+
+# ------------------------------------------------------------------ Dynamo
+FRONTEND = "frontend"  # componentType / type of Dynamo's HTTP frontend (runs no engine)
+
+def _dynamo_resources(res: dict) -> dict:
+    out: dict[str, Any] = {}
+    for section in ("limits", "requests"):
+        item = _dict(res.get(section))
+        sec: dict[str, Any] = {}
+        if item.get("memory") not in (None, ""):
+            sec["memory"] = item["memory"]
+        if item.get("cpu") not in (None, ""):
+            sec["cpu"] = item["cpu"]
+        if item.get("gpu") not in (None, ""):
+            sec[str(item.get("gpuType") or "nvidia.com/gpu")] = str(item["gpu"])
+        if sec:
+            out[section] = sec
+    return out
+
+
+def read_dynamo(obj: dict) -> list[ContainerView]:
+    spec = _dict(obj.get("spec"))
+    views: list[ContainerView] = []
+    if "components" in spec and "services" not in spec:  # v1beta1: podTemplate per component
+        for i, comp in enumerate(_list(spec.get("components"))):
+            comp = _dict(comp)
+            if str(comp.get("type", "")).lower() == FRONTEND:
+                continue
+            tmpl = _dict(comp.get("podTemplate"))
+            base = ("spec", "components", i, "podTemplate")
+            for v in pod_views(_dict(tmpl.get("spec")), (*base, "spec"),
+                               labels=pointer(*base, "metadata", "labels")):
+                v.name = f"{comp.get('name') or i}/{v.name}"
+                views.append(v)
+        return views
+    for name, svc in _dict(spec.get("services")).items():
+        svc = _dict(svc)
+        if str(svc.get("componentType", "")).lower() == FRONTEND:
+            continue  # Dynamo's HTTP frontend (python -m dynamo.frontend): no engine
+        extra = _dict(svc.get("extraPodSpec"))
+        main = _dict(extra.get("mainContainer"))
+        base = ("spec", "services", str(name))
+        labels = pointer(*base, "extraPodMetadata", "labels")
+        if main:
+            c = _dynamo_rewrite(dict(main))
+            c.setdefault("name", "main")
+            comp_res = _dynamo_resources(_dict(svc.get("resources")))
+            own_mem = _dict(_dict(main.get("resources")).get("limits")).get("memory") is not None
+            if own_mem:
+                res_path = pointer(*base, "extraPodSpec", "mainContainer", "resources")
+            else:
+                res_path = pointer(*base, "resources")
+                merged = {s: {**_dict(comp_res.get(s)), **_dict(_dict(main.get("resources")).get(s))}
+                          for s in ("limits", "requests") if comp_res.get(s) or
+                          _dict(main.get("resources")).get(s)}
+                c["resources"] = merged
+            envs = [e for e in _list(svc.get("envs")) if isinstance(e, dict)]
+            if envs:
+                c["env"] = envs + _list(c.get("env"))
+            views.append(ContainerView(
+                name=f"{name}/{c.get('name')}", container=c, pod_spec=extra,
+                container_path=pointer(*base, "extraPodSpec", "mainContainer"),
+                resources_path=res_path, labels_path=labels,
+                env_path=pointer(*base, "extraPodSpec", "mainContainer", "env")))
+        for v in pod_views(extra, (*base, "extraPodSpec"), labels=labels):
+            v.name = f"{name}/{v.name}"
+            views.append(v)
+    return views
+
+
+# ------------------------------------------------------------------ KubeRay / Ray Serve LLM
+def _kwargs_flags(kwargs: dict) -> list[str]:
+    flags: list[str] = []
+    for key, value in kwargs.items():
+        flag = "--" + str(key).replace("_", "-")
+        if value is True:
+            flags.append(flag)
+        elif value is False:
+            flags.append("--no-" + flag[2:])
+        elif value is None:
+            continue
+        elif isinstance(value, (dict, list)):
+            flags += [flag, json.dumps(value)]
+        else:
+            flags += [flag, str(value)]
+    return flags
+
+
+def _ray_cluster_spec(obj: dict) -> tuple[dict, tuple[str, ...]]:
+    spec = _dict(obj.get("spec"))
+    if obj.get("kind") == "RayService":
+        return _dict(spec.get("rayClusterConfig")), ("spec", "rayClusterConfig")
+    return spec, ("spec",)
+
+
+def _gpu_group(cluster: dict, base: tuple[str, ...]) -> tuple[dict, str, dict] | None:
+    """(container, container pointer, pod spec) of the first worker group container that asks
+    for accelerators, else the first worker container, else the head's."""
+    candidates: list[tuple[dict, str, dict]] = []
+    for i, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
+        pod = _dict(_dict(_dict(group).get("template")).get("spec"))
+        for j, c in enumerate(_list(pod.get("containers"))):
+            candidates.append((_dict(c), pointer(*base, "workerGroupSpecs", i, "template", "spec",
+                                                 "containers", j), pod))
+    head = _dict(_dict(_dict(cluster.get("headGroupSpec")).get("template")).get("spec"))
+    for j, c in enumerate(_list(head.get("containers"))):
+        candidates.append((_dict(c), pointer(*base, "headGroupSpec", "template", "spec",
+                                             "containers", j), head))
+    for c, ptr, pod in candidates:
+        limits = _dict(_dict(c.get("resources")).get("limits"))
+        if any(k.endswith("/gpu") or "gpu" in k for k in limits):
+            return c, ptr, pod
+    return candidates[0] if candidates else None
+
+
+def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
+    raw = _dict(obj.get("spec")).get("serveConfigV2")
+    if not isinstance(raw, str) or "llm_configs" not in raw:
+        return []
+    try:
+        config = yaml.safe_load(raw)
+    except Exception as exc:  # noqa: BLE001 - yaml raises many types
+        return [ContainerView(name="serveConfigV2", container={}, pod_spec={},
+                              container_path=pointer("spec", "serveConfigV2"),
+                              resources_path="", patchable=False, bare=True,
+                              notes=[("error", "serveConfigV2 is not valid YAML "
+                                      f"({str(exc).splitlines()[0]}): its LLM configs are unknown")])]
+    cluster, base = _ray_cluster_spec(obj)
+    target = _gpu_group(cluster, base)
+    views: list[ContainerView] = []
+    for app in _list(_dict(config).get("applications")):
+        app = _dict(app)
+        for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
+            llm = _dict(llm)
+            loading = _dict(llm.get("model_loading_config"))
+            model = loading.get("model_source") or loading.get("model_id")
+            model = model if isinstance(model, str) else None
+            kwargs = dict(_dict(llm.get("engine_kwargs")))
+            if kwargs.get("device") == "auto":
+                kwargs.pop("device")
+            argv = ["vllm", "serve", *([model] if model else []), *_kwargs_flags(kwargs)]
+            c, ptr, pod = target if target else ({}, "", {})
+            merged = {**c, "command": argv, "args": []}
+            name = f"{app.get('name') or 'app'}/{loading.get('model_id') or k}"
+            views.append(ContainerView(
+                name=name, container=merged, pod_spec=pod, container_path=ptr or
+                pointer("spec", "serveConfigV2"), resources_path=(ptr + "/resources") if ptr else "",
+                patchable=False,
+                notes=[("warning", "Ray Serve LLM runs this vLLM engine inside a Ray worker "
+                        f"({c.get('name') or 'no worker group found'}): the estimate is the "
+                        "engine's alone; the raylet and the Ray object store (30% of the pod's "
+                        "memory by default) come on top, so vllm-sizer does not change the "
+                        "worker's limit")]))
+    return views
+
+
+# ------------------------------------------------------------------ KAITO Workspace
+def read_kaito_workspace(obj: dict) -> list[ContainerView]:
+    inference = _dict(obj.get("inference"))
+    views: list[ContainerView] = []
+    preset = _dict(inference.get("preset"))
+    runtime = str(_dict(_dict(obj.get("metadata")).get("annotations")).get("kaito.sh/runtime")
+                  or "vllm")
+    if preset.get("name"):
+        if runtime.lower() == "transformers":
+            what = "the Hugging Face Transformers runtime (not vLLM)"
+        else:
+            what = "KAITO's vLLM runtime"
+        config = inference.get("config")
+        extra = (f"; the vLLM parameters in ConfigMap {config} are read by KAITO, not here"
+                 if config else "")
+        views.append(ContainerView(
+            name="inference", container={"name": "inference"}, pod_spec={},
+            container_path=pointer("inference"), resources_path="", patchable=False, bare=True,
+            skip_reason=(f"KAITO Workspace preset {preset['name']}: KAITO builds the pod with "
+                         f"{what} and sizes it from the preset and the instance type itself"
+                         f"{extra}; its pods are sized at creation by the pod-level webhook")))
+    template = _dict(inference.get("template"))
+    if template:
+        views += pod_views(_dict(template.get("spec")), ("inference", "template", "spec"),
+                           patchable=False,
+                           note="KAITO runs inference.template as given; the Workspace is not "
+                           "changed: its pods are sized at creation by the pod-level webhook")
+    return views
+
