@@ -19,22 +19,15 @@ import yaml
 from ..policy.messages import gi
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import PolicySettings
+from ..workloads import kinds
 from .check import build_context
 
-# (apiVersion, plural, kind) of the workload kinds read, in listing order. Pods come last: a pod
-# is reported on its own only when no listed workload owns it.
-WORKLOAD_RESOURCES: tuple[tuple[str, str, str], ...] = (
-    ("apps/v1", "deployments", "Deployment"),
-    ("apps/v1", "statefulsets", "StatefulSet"),
-    ("apps/v1", "daemonsets", "DaemonSet"),
-    ("apps/v1", "replicasets", "ReplicaSet"),
-    ("batch/v1", "jobs", "Job"),
-    ("batch/v1", "cronjobs", "CronJob"),
-    ("leaderworkerset.x-k8s.io/v1", "leaderworkersets", "LeaderWorkerSet"),
-    ("serving.kserve.io/v1beta1", "inferenceservices", "InferenceService"),
-    ("serving.kserve.io/v1alpha1", "llminferenceservices", "LLMInferenceService"),
-    ("v1", "pods", "Pod"),
-)
+# (apiVersion, plural, kind) of the workload kinds read: every kind of the one kinds table
+# (workloads/kinds.py), in its order, with Pod last: a pod is reported on its own only when no
+# listed workload owns it.
+WORKLOAD_RESOURCES: tuple[tuple[str, str, str], ...] = tuple(
+    sorted(((k.api_version, k.plural, k.kind) for k in kinds.KINDS),
+           key=lambda r: r[2] == "Pod"))
 # What the reader needs besides the workloads (as `check` finds them in its input).
 CONTEXT_RESOURCES: tuple[tuple[str, str, str, str | None], ...] = (
     ("v1", "limitranges", "LimitRange", None),
