@@ -81,6 +81,7 @@ class FileResult:
     servers: list[ServerResult]
     touched: list[str]  # non-vLLM containers that got a Workload (even an unreadable one)
     patched: list[str]  # non-vLLM containers the admission decision would change
+    unexpected: list[str] = field(default_factory=list)  # Workloads matching no entry of the index
     error: str | None = None  # the file could not be loaded the way `check` loads it
 
 
@@ -189,7 +190,12 @@ def evaluate_file(entry: dict[str, Any]) -> FileResult:
                    for k, n, p in patch_paths):
                 patched.append(label)
                 break
-    return FileResult(entry, results, touched, patched)
+    listed = [(s["kind"], s["name"], s.get("container"), s.get("container_path")) for s in entry["servers"]]
+    listed += [(c["kind"], c["name"], c["container"], None)
+               for c in (entry.get("non_vllm_containers") or []) + (entry.get("unasserted_containers") or [])]
+    unexpected = [f"{w.kind}/{w.name}/{w.container} at {w.container_path}" for w in workloads
+                  if not any(_matches(w, *args) for args in listed)]
+    return FileResult(entry, results, touched, patched, unexpected)
 
 
 @lru_cache(maxsize=1)

@@ -228,6 +228,14 @@ def test_non_vllm_containers_never_patched(entry):
     assert not _file_result(entry).patched
 
 
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e["file"]) for e in INDEX])
+def test_no_workload_beyond_the_index(entry):
+    """Every Workload the reader gives is a listed vLLM server, a listed non-vLLM container
+    (counted by the test above) or a container the index leaves unasserted: a reader that
+    starts seeing vLLM where the index says there is none fails here."""
+    assert not _file_result(entry).unexpected
+
+
 # ---- the whole corpus ----------------------------------------------------------------------
 
 def test_summary_floor(capsys):
