@@ -4,6 +4,7 @@
     python scripts/corpus_report.py            # table per project + every server not read right
     python scripts/corpus_report.py --all      # every server, with why not sized
     python scripts/corpus_report.py --json     # machine-readable
+    python scripts/corpus_report.py --xfail    # today's failures as the test's XFAIL dicts
 
 Run from the repository root after merging reader changes; compare with the floors in
 tests/published/test_published_corpus.py (raise them when the fractions rise).
@@ -34,9 +35,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="list every server, not only the failures")
     ap.add_argument("--json", action="store_true", help="print JSON")
+    ap.add_argument("--xfail", action="store_true",
+                    help="print XFAIL_SERVERS / XFAIL_UNTOUCHED for the cases failing now")
     args = ap.parse_args(argv)
 
     files = corpus.evaluate()
+    if args.xfail:
+        print("XFAIL_SERVERS: dict[str, str] = {")
+        for f in files:
+            for r in f.servers:
+                if not r.read_right:
+                    print(f"    {r.id!r}:\n        {corpus.xfail_reason(r)!r},")
+        print("}\n\nXFAIL_UNTOUCHED: dict[str, str] = {")
+        for f in files:
+            if f.touched:
+                print(f"    {f.entry['file']!r}:\n        {('a Workload for ' + ', '.join(f.touched))!r},")
+        print("}")
+        return 0
     per: dict[str, list[corpus.ServerResult]] = defaultdict(list)
     touched: dict[str, list[str]] = defaultdict(list)
     nfiles: dict[str, int] = defaultdict(int)
@@ -76,6 +91,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nfound {fr['found']:.1%}  read right {fr['read_right']:.1%}  sized {fr['sized']:.1%}"
           f"  (sized where the manifest names the model: {fr['sized_known_model']:.1%})\n")
 
+    classes: dict[str, int] = defaultdict(int)
+    for r in total:
+        if not r.read_right:
+            for c in corpus.failure_class(r).split("; "):
+                classes[c] += 1
+        elif not r.sized:
+            classes["not sized: " + ("model not named by the manifest" if r.server.get("model") is None
+                                     else "unknown model" if "unknown model" in r.why_not_sized
+                                     else r.why_not_sized[:60])] += 1
+    print("failure classes:")
+    for k, v in sorted(classes.items(), key=lambda kv: -kv[1]):
+        print(f"  {v:>3}  {k}")
+    print()
     print("why not:")
     for p in sorted(per):
         for r in per[p]:

@@ -218,3 +218,44 @@ def fractions() -> dict[str, float]:
             "read_right": sum(r.read_right for r in rs) / n,
             "sized": sum(r.sized for r in rs) / n,
             "sized_known_model": sum(r.sized for r in known) / len(known)}
+
+
+# Operator-made kinds: the pod template is the operator's, built from the custom resource.
+PLATFORM_KINDS = {"VLLMRuntime", "Model", "Workspace", "InferenceSet", "DynamoGraphDeployment",
+                  "StormService", "RayClusterFleet", "RayCluster", "RayService"}
+
+
+def failure_class(r: ServerResult) -> str:
+    """A short name for why a server is not read right (for the xfail reasons and the report)."""
+    p = "; ".join(r.problems)
+    kind = r.server["kind"]
+    if not r.found:
+        if kind in PLATFORM_KINDS:
+            return f"platform kind {kind} not read"
+        if kind == "LLMInferenceService":
+            return "LLMInferenceService spec.worker not read"
+        return "args only, and the image's ENTRYPOINT is not known"
+    if "settings None" in p:
+        return "vLLM command line hidden in an image script"
+    classes = []
+    for problem in r.problems:
+        if problem.startswith("model "):
+            c = "model by local path: the id is in an init container's download"
+        elif problem.startswith("pipeline_parallel_size") and kind == "InferenceService":
+            c = "KServe workerSpec parallelism not read"
+        elif problem.startswith("device 'unknown'"):
+            c = "device not evident to the reader"
+        elif problem.startswith("device"):
+            c = "device misread"
+        elif "None, want" in problem:
+            c = "flag not read (unique prefix, alias or spelling)"
+        else:
+            c = "misread"
+        if c not in classes:
+            classes.append(c)
+    return "; ".join(classes)
+
+
+def xfail_reason(r: ServerResult) -> str:
+    reason = failure_class(r) + ": " + "; ".join(r.problems)
+    return reason if len(reason) <= 160 else reason[:157] + "..."
