@@ -195,6 +195,48 @@ def test_index_covers_the_corpus():
     assert len(ids) == len(set(ids))
 
 
+def _names_in(obj) -> set[tuple[str, str, str]]:
+    """(kind, name, container) for every container (and DynamoGraphDeployment service) of the
+    file's objects, wherever its pod templates sit."""
+    out: set[tuple[str, str, str]] = set()
+
+    def walk(kind, name, x):
+        if isinstance(x, dict):
+            for key in ("containers", "initContainers"):
+                for c in x.get(key) or []:
+                    if isinstance(c, dict) and c.get("name"):
+                        out.add((kind, name, c["name"]))
+            for v in x.values():
+                walk(kind, name, v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(kind, name, v)
+
+    for doc in obj:
+        kind, name = doc.get("kind"), (doc.get("metadata") or {}).get("name")
+        walk(kind, name, doc)
+        spec = doc.get("spec") or {}
+        if kind == "DynamoGraphDeployment":
+            out.update((kind, name, svc) for svc in spec.get("services") or {})
+        if kind == "InferenceService" and (spec.get("predictor") or {}).get("model"):
+            out.add((kind, name, "kserve-container"))  # KServe's name for the model container
+        if isinstance(spec.get("container"), dict):  # ClusterStorageContainer
+            out.add((kind, name, spec["container"].get("name")))
+    return out
+
+
+def test_index_names_exist_in_the_files():
+    """Every kind/name/container the index names is in its file (guards the truth against typos)."""
+    for e in INDEX:
+        docs = corpus.documents(e["file"])
+        objects = {(d.get("kind"), (d.get("metadata") or {}).get("name")) for d in docs}
+        names = _names_in(docs)
+        for s in e["servers"] + e["non_vllm_containers"] + e.get("unasserted_containers", []):
+            assert (s["kind"], s["name"]) in objects, (e["file"], s)
+            if s.get("container"):
+                assert (s["kind"], s["name"], s["container"]) in names, (e["file"], s)
+
+
 def test_xfail_lists_name_real_cases():
     ids = {corpus.server_id(e, s) for e, s in SERVERS}
     assert set(XFAIL_SERVERS) <= ids, set(XFAIL_SERVERS) - ids
