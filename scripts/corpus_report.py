@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.published import corpus  # noqa: E402
+from tests.published import corpus
 
 
 def _why(r: corpus.ServerResult) -> str:

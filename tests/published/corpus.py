@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +120,7 @@ def compare(server: dict[str, Any], w: Workload) -> list[str]:
     return problems
 
 
-@lru_cache(maxsize=None)
+@cache
 def documents(file: str) -> tuple[dict[str, Any], ...]:
     """The objects of one corpus file, as `vllm-sizer check` loads them (check.load_documents:
     empty documents dropped, `List` kinds flattened), parsed with libyaml when it is there:
@@ -131,7 +131,7 @@ def documents(file: str) -> tuple[dict[str, Any], ...]:
         if doc is None:
             continue
         if not isinstance(doc, dict):
-            raise ValueError(f"{file}: a document is not a mapping")
+            raise TypeError(f"{file}: a document is not a mapping")
         if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
             docs.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
         else:
@@ -185,9 +185,8 @@ def evaluate_file(entry: dict[str, Any]) -> FileResult:
         if mine:
             touched.append(label)
         for w in mine:
-            if any(k == w.kind and n == w.name and (p.startswith(w.resources_path + "/")
-                                                     or p.startswith(w.container_path + "/"))
-                   for k, n, p in patch_paths):
+            mine_paths = (w.resources_path + "/", w.container_path + "/")
+            if any(k == w.kind and n == w.name and p.startswith(mine_paths) for k, n, p in patch_paths):
                 patched.append(label)
                 break
     listed = [(s["kind"], s["name"], s.get("container"), s.get("container_path")) for s in entry["servers"]]
