@@ -1,0 +1,337 @@
+"""The published-manifests corpus: how well vllm-sizer reads vLLM manifests from public projects.
+
+tests/data/published/index.yaml holds, for every file, the vLLM servers it starts with what
+vLLM would read (model, engine flags, memory limit) and the containers that are not vLLM. Each
+server is one test: found by `read_workloads`, model and every listed flag equal to the
+Workload's EngineSettings. Cases that fail today are marked xfail(strict) with the reason: a
+fix turns them into XPASS, which fails until the case's line in XFAIL_SERVERS is removed.
+test_summary_floor keeps the fractions found / read right / sized from going below today's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from vllm_sizer.cli.main import main as cli_main
+
+from . import corpus
+
+INDEX = corpus.load_index()
+SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
+
+# Measured on 2026-12-01 (this branch, before the parallel reader fixes were merged):
+# 99 servers in 100 files. Raise a floor when a merge raises the fraction; never lower one.
+FLOOR_DATE = "2026-12-01"
+FLOORS = {"found": 0.636, "read_right": 0.535, "sized": 0.323}
+
+# XFAIL-BLOCK: `python scripts/corpus_report.py --xfail` prints the current list.
+# Cases that fail today (2026-12-01): case id -> reason (class: what the reader got).
+# A fix turns a case into XPASS, which fails (strict) until its line is removed here.
+XFAIL_SERVERS: dict[str, str] = {
+    'ai-on-eks/lws-llama3-405b-trn1.yaml::LeaderWorkerSet/llama3-405b-lws/vllm-leader':
+        "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
+    'ai-on-eks/rayservice-vllm-deepseek.yaml::RayService/vllm/ray-worker':
+        'platform kind RayService not read: not found (RayService vllm container ray-worker)',
+    'aibrix/deepseek-r1-huggingface-fleet.yaml::RayClusterFleet/deepseek-r1-671b/ray-head':
+        'platform kind RayClusterFleet not read: not found (RayClusterFleet deepseek-r1-671b container ray-head)',
+    'aibrix/disaggregation-pool-stormservice.yaml::StormService/vllm-pool-xpyd/prefill':
+        'platform kind StormService not read: not found (StormService vllm-pool-xpyd container prefill)',
+    'aibrix/disaggregation-pool-stormservice.yaml::StormService/vllm-pool-xpyd/decode':
+        'platform kind StormService not read: not found (StormService vllm-pool-xpyd container decode)',
+    'aibrix/distributed-fleet.yaml::RayClusterFleet/qwen-coder-7b-instruct/ray-head':
+        'platform kind RayClusterFleet not read: not found (RayClusterFleet qwen-coder-7b-instruct container ray-head)',
+    'aibrix/heterogeneous-deepseek-coder-7b-l20.yaml::Deployment/deepseek-coder-7b-l20/llm-engine':
+        "model by local path: the id is in an init container's download: model '/models/deepseek-coder-6.7b-instruct', want 'deepseek-ai/deepseek-coder-6.7b-instruct'",
+    'aibrix/quickstart-pd-stormservice.yaml::StormService/vllm-1p1d/prefill':
+        'platform kind StormService not read: not found (StormService vllm-1p1d container prefill)',
+    'aibrix/quickstart-pd-stormservice.yaml::StormService/vllm-1p1d/decode':
+        'platform kind StormService not read: not found (StormService vllm-1p1d container decode)',
+    'aibrix/vllm-ascend-stormservice.yaml::StormService/default-qwen25/prefill':
+        'platform kind StormService not read: not found (StormService default-qwen25 container prefill)',
+    'aibrix/volcano-deepseek-r1-fleet.yaml::RayClusterFleet/deepseek-r1-671b/ray-head':
+        'platform kind RayClusterFleet not read: not found (RayClusterFleet deepseek-r1-671b container ray-head)',
+    'data-on-eks/rayservice-deepseek-r1-8b-s3.yaml::RayService/deepseek-r1-8b/ray-worker':
+        'platform kind RayService not read: not found (RayService deepseek-r1-8b container ray-worker)',
+    'dynamo/vllm-agg.yaml::DynamoGraphDeployment/vllm-agg/VllmDecodeWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-agg container VllmDecodeWorker)',
+    'dynamo/vllm-disagg-kvbm-tp2.yaml::DynamoGraphDeployment/vllm-disagg-kvbm-tp2/VllmDecodeWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg-kvbm-tp2 container VllmDecodeWorker)',
+    'dynamo/vllm-disagg-kvbm-tp2.yaml::DynamoGraphDeployment/vllm-disagg-kvbm-tp2/VllmPrefillWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg-kvbm-tp2 container VllmPrefillWorker)',
+    'dynamo/vllm-disagg.yaml::DynamoGraphDeployment/vllm-disagg/VllmDecodeWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg container VllmDecodeWorker)',
+    'dynamo/vllm-disagg.yaml::DynamoGraphDeployment/vllm-disagg/VllmPrefillWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg container VllmPrefillWorker)',
+    'gke-samples/rayservice-llama-3-8b.yaml::RayService/llama-3-8b/llm':
+        'platform kind RayService not read: not found (RayService llama-3-8b container llm)',
+    'kaito/inferenceset-phi-4-mini.yaml::InferenceSet/phi-4-mini/-':
+        'platform kind InferenceSet not read: not found (InferenceSet phi-4-mini)',
+    'kaito/workspace-gpt-oss-20b.yaml::Workspace/workspace-gpt-oss-20b/-':
+        'platform kind Workspace not read: not found (Workspace workspace-gpt-oss-20b)',
+    'kaito/workspace-llama-3.3-70b-instruct.yaml::Workspace/workspace-llama-3-3-70b-instruct/-':
+        'platform kind Workspace not read: not found (Workspace workspace-llama-3-3-70b-instruct)',
+    'kserve-website/multi-node-huggingface-llama3-pvc.yaml::InferenceService/huggingface-llama3/kserve-container':
+        'KServe workerSpec parallelism not read: pipeline_parallel_size 1, want 2',
+    'kserve-website/text-generation-qwen-cpu.yaml::InferenceService/qwen-cpu/kserve-container':
+        "device not evident to the reader: device 'unknown', want 'cpu'",
+    'kserve/llmisvc-dp-ep-deepseek-naive.yaml::LLMInferenceService/deepseek-coder-v2/main@/spec/worker/containers/0':
+        'LLMInferenceService spec.worker not read: not found (LLMInferenceService deepseek-coder-v2 container main)',
+    'kserve/llmisvc-managed-dra-minimal.yaml::LLMInferenceService/qwen2-7b-instruct-dra-minimal/main':
+        "device not evident to the reader: device 'unknown', want 'cuda'",
+    'kubeai/deepseek-r1-distill-qwen-1.5b-rtx4070.yaml::Model/deepseek-r1-distill-qwen-1.5b-rtx4070/-':
+        'platform kind Model not read: not found (Model deepseek-r1-distill-qwen-1.5b-rtx4070)',
+    'kubeai/dev-vllm-with-adapters.yaml::Model/tinyllama-chat-adapters/-':
+        'platform kind Model not read: not found (Model tinyllama-chat-adapters)',
+    'kubeai/llama-3.1-405b-instruct-fp8-h100.yaml::Model/llama-3.1-405b-instruct-fp8-h100/-':
+        'platform kind Model not read: not found (Model llama-3.1-405b-instruct-fp8-h100)',
+    'kubeai/llama-3.1-70b-instruct-awq-int4-gh200.yaml::Model/llama-3.1-70b-instruct-awq-int4-gh200/-':
+        'platform kind Model not read: not found (Model llama-3.1-70b-instruct-awq-int4-gh200)',
+    'kubeai/llama-3.1-8b-instruct-fp8-l4.yaml::Model/llama-3.1-8b-instruct-fp8-l4/-':
+        'platform kind Model not read: not found (Model llama-3.1-8b-instruct-fp8-l4)',
+    'kubeai/llama-4-maverick-430k-h100.yaml::Model/llama-4-maverick-430k-h100/-':
+        'platform kind Model not read: not found (Model llama-4-maverick-430k-h100)',
+    'kubeai/opt-125m-cpu.yaml::Model/opt-125m-cpu/-':
+        'platform kind Model not read: not found (Model opt-125m-cpu)',
+    'kubeai/phi-4-bnb-4bit-l4.yaml::Model/phi-4-bnb-4bit-l4/-':
+        'platform kind Model not read: not found (Model phi-4-bnb-4bit-l4)',
+    'kuberay/rayservice-deepseek-r1.yaml::RayService/deepseek-r1/ray-worker':
+        'platform kind RayService not read: not found (RayService deepseek-r1 container ray-worker)',
+    'kuberay/rayservice-high-throughput-llm.yaml::RayService/qwen-35-4b/llm':
+        'platform kind RayService not read: not found (RayService qwen-35-4b container llm)',
+    'llm-d/modelservice-output-dra.yaml::Deployment/dra-llm-d-modelservice-decode/vllm':
+        "flag not read (unique prefix, alias or spelling); device misread: max_num_batched_tokens None, want 4096; gpu_memory_utilization None, want 0.9; device 'cuda...",
+    'llm-d/modelservice-output-gaudi.yaml::Deployment/gaudi-llm-d-modelservice-decode/vllm':
+        'flag not read (unique prefix, alias or spelling): max_num_batched_tokens None, want 16000',
+    'llm-d/modelservice-output-rebellions-atom.yaml::Deployment/rebellions-atom-llm-d-modelservice-decode/vllm':
+        "device not evident to the reader: device 'unknown', want 'other'",
+    'llm-d/modelservice-output-xpu.yaml::Deployment/xpu-llm-d-modelservice-decode/vllm':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment xpu-llm-d-modelservice-decode container vllm)",
+    'opea/helm-vllm-default.yaml::Deployment/vllm/vllm':
+        "device not evident to the reader: device 'unknown', want 'cpu'",
+    'production-stack/gie-gpu-deployment.yaml::Deployment/vllm-llama3-1b-instruct/vllm':
+        'flag not read (unique prefix, alias or spelling): max_num_seqs None, want 1024',
+    'production-stack/helm-15-a-pp-raycluster.yaml::RayCluster/vllm-distilgpt2-raycluster-raycluster/vllm-ray-head':
+        'platform kind RayCluster not read: not found (RayCluster vllm-distilgpt2-raycluster-raycluster container vllm-ray-head)',
+    'production-stack/operator-vllmruntime-autoscaling.yaml::VLLMRuntime/vllmruntime-autoscaling-minimal/-':
+        'platform kind VLLMRuntime not read: not found (VLLMRuntime vllmruntime-autoscaling-minimal)',
+    'production-stack/operator-vllmruntime-autoscaling.yaml::VLLMRuntime/vllmruntime-autoscaling-scale-to-zero/-':
+        'platform kind VLLMRuntime not read: not found (VLLMRuntime vllmruntime-autoscaling-scale-to-zero)',
+    'production-stack/operator-vllmruntime-autoscaling.yaml::VLLMRuntime/vllmruntime-autoscaling-sample/-':
+        'platform kind VLLMRuntime not read: not found (VLLMRuntime vllmruntime-autoscaling-sample)',
+    'production-stack/operator-vllmruntime-sample.yaml::VLLMRuntime/vllmruntime-sample/-':
+        'platform kind VLLMRuntime not read: not found (VLLMRuntime vllmruntime-sample)',
+}
+
+# Files where a container that runs no vLLM server still gets a Workload: an unreadable one
+# (settings None, so a `cannot size` warning on every apply) or one read as vLLM.
+XFAIL_UNTOUCHED: dict[str, str] = {
+    'aibrix/disaggregation-router.yaml':
+        'a Workload for Pod/disagg-proxy-router/disagg-proxy',
+    'gke-samples/lws-vllm-deepseek-r1-a3.yaml':
+        'a Workload for LeaderWorkerSet/vllm/vllm-worker',
+    'gke-samples/lws-vllm-llama3-405b-a3.yaml':
+        'a Workload for LeaderWorkerSet/vllm/vllm-worker',
+    'kserve-website/text-generation-llama3-hf-backend.yaml':
+        'a Workload for InferenceService/llama3-8b/kserve-container',
+    'kserve/isvc-hf-storage-backend-huggingface.yaml':
+        'a Workload for InferenceService/huggingface-llama2/kserve-container',
+    'lws/vllm-gpu-lws.yaml':
+        'a Workload for LeaderWorkerSet/vllm/vllm-worker',
+    'lws/vllm-tpu-lws.yaml':
+        'a Workload for LeaderWorkerSet/vllm/vllm-worker',
+}
+
+
+def _server_param(entry, server):
+    sid = corpus.server_id(entry, server)
+    marks = []
+    if sid in XFAIL_SERVERS:
+        marks.append(pytest.mark.xfail(strict=True, reason=XFAIL_SERVERS[sid]))
+    return pytest.param(entry, server, id=sid, marks=marks)
+
+
+def _file_param(entry):
+    marks = []
+    if entry["file"] in XFAIL_UNTOUCHED:
+        marks.append(pytest.mark.xfail(strict=True, reason=XFAIL_UNTOUCHED[entry["file"]]))
+    return pytest.param(entry, id=entry["file"], marks=marks)
+
+
+def _result(entry, server) -> corpus.ServerResult:
+    for f in corpus.evaluate():
+        if f.entry is entry:
+            for r in f.servers:
+                if r.server is server:
+                    return r
+    raise AssertionError(f"no result for {corpus.server_id(entry, server)}")
+
+
+def _file_result(entry) -> corpus.FileResult:
+    return next(f for f in corpus.evaluate() if f.entry is entry)
+
+
+# ---- the index itself ------------------------------------------------------------------------
+
+def test_index_covers_the_corpus():
+    files = {str(p.relative_to(corpus.DATA)) for p in corpus.DATA.rglob("*.yaml")} - {"index.yaml"}
+    listed = [e["file"] for e in INDEX]
+    assert len(listed) == len(set(listed)), "a file is listed twice"
+    assert set(listed) == files
+    assert len(files) >= 60
+    assert len({e["project"] for e in INDEX}) >= 12
+    for e in INDEX:
+        assert re.fullmatch(r"[0-9a-f]{40}", e["commit"]), e["file"]
+        assert e["file"].split("/")[0] == e["project"]
+        assert e["source"] in ("verbatim", "helm", "markdown")
+        for s in e["servers"]:
+            assert {"kind", "name", "model", "flags"} <= set(s), (e["file"], s)
+            assert s["model"] is not None or s.get("why"), (e["file"], s, "model null needs a why")
+            unknown = set(s["flags"]) - set(corpus.EngineSettings.model_fields) - {"device"}
+            assert not unknown, (e["file"], unknown)
+    # every ID distinct, or the per-case marks would be ambiguous
+    ids = [corpus.server_id(e, s) for e, s in SERVERS]
+    assert len(ids) == len(set(ids))
+
+
+def _names_in(obj) -> set[tuple[str, str, str]]:
+    """(kind, name, container) for every container (and DynamoGraphDeployment service) of the
+    file's objects, wherever its pod templates sit."""
+    out: set[tuple[str, str, str]] = set()
+
+    def walk(kind, name, x):
+        if isinstance(x, dict):
+            for key in ("containers", "initContainers"):
+                for c in x.get(key) or []:
+                    if isinstance(c, dict) and c.get("name"):
+                        out.add((kind, name, c["name"]))
+            for v in x.values():
+                walk(kind, name, v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(kind, name, v)
+
+    for doc in obj:
+        kind, name = doc.get("kind"), (doc.get("metadata") or {}).get("name")
+        walk(kind, name, doc)
+        spec = doc.get("spec") or {}
+        if kind == "DynamoGraphDeployment":
+            out.update((kind, name, svc) for svc in spec.get("services") or {})
+        if kind == "InferenceService" and (spec.get("predictor") or {}).get("model"):
+            out.add((kind, name, "kserve-container"))  # KServe's name for the model container
+        if isinstance(spec.get("container"), dict):  # ClusterStorageContainer
+            out.add((kind, name, spec["container"].get("name")))
+    return out
+
+
+def test_index_names_exist_in_the_files():
+    """Every kind/name/container the index names is in its file (guards the truth against typos)."""
+    for e in INDEX:
+        docs = corpus.documents(e["file"])
+        objects = {(d.get("kind"), (d.get("metadata") or {}).get("name")) for d in docs}
+        names = _names_in(docs)
+        for s in e["servers"] + e["non_vllm_containers"] + e.get("unasserted_containers", []):
+            assert (s["kind"], s["name"]) in objects, (e["file"], s)
+            if s.get("container"):
+                assert (s["kind"], s["name"], s["container"]) in names, (e["file"], s)
+
+
+def test_xfail_lists_name_real_cases():
+    ids = {corpus.server_id(e, s) for e, s in SERVERS}
+    assert set(XFAIL_SERVERS) <= ids, set(XFAIL_SERVERS) - ids
+    assert set(XFAIL_UNTOUCHED) <= {e["file"] for e in INDEX}
+
+
+def test_every_file_loads_as_check_loads_it():
+    broken = {f.entry["file"]: f.error for f in corpus.evaluate() if f.error}
+    assert not broken
+
+
+# ---- per case ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("entry", "server"), [_server_param(e, s) for e, s in SERVERS])
+def test_server_read_right(entry, server):
+    r = _result(entry, server)
+    assert r.found, r.problems
+    assert not r.problems, r.problems
+
+
+@pytest.mark.parametrize("entry", [_file_param(e) for e in INDEX if e["non_vllm_containers"]])
+def test_non_vllm_containers_untouched(entry):
+    """No Workload at all (not even an unreadable one) for a container that runs no vLLM server."""
+    assert not _file_result(entry).touched
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e["file"]) for e in INDEX
+                                   if e["non_vllm_containers"]])
+def test_non_vllm_containers_never_patched(entry):
+    """Holds today and must keep holding: the admission decision changes no non-vLLM container."""
+    assert not _file_result(entry).patched
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e["file"]) for e in INDEX])
+def test_no_workload_beyond_the_index(entry):
+    """Every Workload the reader gives is a listed vLLM server, a listed non-vLLM container
+    (counted by the test above) or a container the index leaves unasserted: a reader that
+    starts seeing vLLM where the index says there is none fails here."""
+    assert not _file_result(entry).unexpected
+
+
+# ---- the whole corpus ----------------------------------------------------------------------
+
+def test_summary_floor(capsys):
+    fr = corpus.fractions()
+    with capsys.disabled():
+        print(f"\npublished corpus: {fr['servers']} vLLM servers: found {fr['found']:.1%}, "
+              f"read right {fr['read_right']:.1%}, sized {fr['sized']:.1%} "
+              f"(sized where the manifest names the model {fr['sized_known_model']:.1%}); "
+              f"floors of {FLOOR_DATE}: {FLOORS}")
+    for key, floor in FLOORS.items():
+        assert fr[key] >= floor, f"{key} fell to {fr[key]:.3f}, below the floor {floor:.3f}"
+    # read right implies found; sized implies found
+    rs = corpus.server_results()
+    assert all(r.found for r in rs if r.read_right or r.sized)
+
+
+def test_check_cli_reads_the_corpus(capsys, monkeypatch):
+    """`vllm-sizer check -o json` on the whole corpus directory, as a user runs it: it loads
+    every file (index.yaml included, as an object that is no workload), gives one row per
+    Workload the reader finds, and a row with the right model for every server found."""
+    from vllm_sizer.cli import check
+
+    loaded: list[list[dict]] = []
+
+    def spy(paths):
+        loaded.append(original(paths))
+        return loaded[-1]
+
+    original = check.load_documents
+    monkeypatch.setattr(check, "load_documents", spy)
+    rc = cli_main(["check", "-o", "json", str(corpus.DATA)])
+    out = capsys.readouterr().out
+    assert rc in (0, 1), out[-2000:]
+    rows = json.loads(out)
+    # check's own loader read the same objects the corpus evaluation reads (files in path order)
+    docs = loaded[0]
+    mine = [d for f in sorted(corpus.DATA.rglob("*.yaml"))
+            for d in (corpus.documents(str(f.relative_to(corpus.DATA))) if f != corpus.INDEX
+                      else [corpus.yaml.safe_load(f.read_text())])]
+    assert docs == mine
+    ctx, _ = corpus.build_context(docs)
+    n_workloads = sum(len(corpus.read_workloads(d, ctx)) for d in docs
+                      if d.get("kind") not in corpus.CONTEXT_KINDS)
+    assert len(rows) == n_workloads
+    by_object = {}
+    for row in rows:
+        by_object.setdefault((row["kind"], row["name"]), []).append(row)
+    for r in corpus.server_results():
+        if not r.found:
+            continue
+        s = r.server
+        got = by_object.get((s["kind"], s["name"]), [])
+        assert got, r.id
+        if r.read_right and s.get("model") and s.get("container"):
+            assert any((row["engine"]["model"] or "").lower() == s["model"].lower()
+                       and row["container"] == s["container"] for row in got), r.id
