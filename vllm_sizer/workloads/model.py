@@ -56,6 +56,9 @@ class Workload:
     lora_modules: list[str] = field(default_factory=list)  # --lora-modules items as written
     argv: list[str] = field(default_factory=list)  # the vLLM invocation's flags after expansion
     runtime: str | None = None  # KServe ServingRuntime used (name), for InferenceServices
+    # The container's other vLLM invocations (a script's if/else branches, ...), each read
+    # like this one (same container, paths and limits): the estimate sizes the largest.
+    alternatives: list["Workload"] = field(default_factory=list)
 
 
 @dataclass
