@@ -173,6 +173,12 @@ def image_version(image: str | None) -> VllmVersion | None:
     return VllmVersion.parse(m.group(0), source="image tag")
 
 
+def is_newest_tag(image: str | None) -> bool:
+    """vLLM's own image pulled as `latest` (or without a tag or digest): the newest release."""
+    repo, tag, digest = split_image(image)
+    return is_vllm_image(image) and digest is None and (tag is None or tag.lower() == "latest")
+
+
 def entrypoint_for(image: str | None) -> list[str] | None:
     """The ENTRYPOINT of known images (vLLM's, KServe's Hugging Face server, the vendor images
     of VENDOR_IMAGES), else None (also for a vendor image that runs no vLLM by itself)."""

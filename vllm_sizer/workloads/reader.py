@@ -29,7 +29,7 @@ import yaml
 
 from ..estimator import catalog
 from ..estimator.versions import VllmVersion
-from . import images
+from . import images, vllm_flags
 from .device import detect_device
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
@@ -542,8 +542,11 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
     else:
+        floor = vllm_flags.latest_version() if version is None and \
+            images.is_newest_tag(image) else None
         parsed = parse_vllm_args(located.flags, version=version, config_loader=loader,
-                                 positional_model=located.positional, strict=True)
+                                 positional_model=located.positional, strict=True,
+                                 version_floor=floor)
         if not located.positional:  # the api_server module takes no positional model
             for d in list(parsed.diagnostics):
                 if d.message == "unexpected positional argument":

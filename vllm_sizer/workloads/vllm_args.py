@@ -186,16 +186,18 @@ def _dest_spec(dest: str) -> tuple[str | None, Kind] | None:
     return FLAGS.get(dest.replace("_", "-"))
 
 
-def _range_of(version: VllmVersion | None, parser: vf.Parser) -> list[vf.OptionTable]:
-    """The lists a command line is checked against: the version's, or every known list when
-    the version is unknown (the image tag does not say)."""
+def _range_of(version: VllmVersion | None, parser: vf.Parser,
+              floor: str | None = None) -> list[vf.OptionTable]:
+    """The lists a command line is checked against: the version's, or every known list from
+    `floor` on when the version is unknown (the image tag does not say)."""
     if version is not None:
         return [vf.table_for(version, parser)]
     seen: dict[str, vf.OptionTable] = {}
     for v in vf.known_versions():
         t = vf.table_for(v, parser)
-        seen[t.version] = t
-    return list(seen.values())
+        if floor is None or vf.version_key(t.version) >= vf.version_key(floor):
+            seen[t.version] = t
+    return list(seen.values()) or [vf.table_for(None, parser)]
 
 
 def _spans(versions: list[str]) -> str:
@@ -217,13 +219,16 @@ def _spans(versions: list[str]) -> str:
 
 def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                     config_loader: Callable[[str], dict[str, Any] | None] | None = None,
-                    positional_model: bool = True, strict: bool = False) -> ParsedVllm:
+                    positional_model: bool = True, strict: bool = False,
+                    version_floor: str | None = None) -> ParsedVllm:
     """Parse the flags of one vLLM invocation (the tokens after `vllm serve` or after the
     api_server module) with the option list of that vLLM version (latest when unknown):
     argparse's abbreviations, value counts and boolean flags as vLLM registers them.
     `strict`: the tokens go to vLLM's own parser (parse_args): an option it rejects is its
     startup error; otherwise (KServe's server, parse_known_args) unknown flags are collected.
-    `config_loader` returns the YAML dict of a `--config FILE`, if known."""
+    `version_floor`: with no version, the oldest version the image can be (vLLM's `latest`
+    image: the newest known list). `config_loader` returns the YAML dict of a `--config FILE`,
+    if known."""
     out = ParsedVllm()
     pname: vf.Parser = "serve" if positional_model else "api_server"
     table = vf.table_for(version, pname)
@@ -303,7 +308,7 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                                                       "unexpected positional argument", raw=tok))
                 continue
             accepting = []
-            for t in _range_of(None, pname):
+            for t in _range_of(None, pname, version_floor):
                 alt = vf.match(t, lookup)
                 if alt.option is not None:
                     accepting.append((t, alt))
@@ -314,8 +319,13 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
             else:
                 why = f"unrecognized argument {shown}"
             if strict:
-                out.diagnostics.append(_rejection(why, shown, table, version, accepting, pname))
-            if accepting:
+                out.diagnostics.append(_rejection(why, shown, table, version, accepting, pname,
+                                                  version_floor))
+            reading = accepting or ([(t, a) for t in _range_of(None, pname)
+                                     if (a := vf.match(t, lookup)).option is not None]
+                                    if version_floor else [])
+            if reading:
+                accepting = reading
                 # read it as the newest version that has it as written, else the newest that
                 # expands it
                 exact = [a for a in accepting if not a[1].abbreviated]
@@ -449,7 +459,8 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
 
 
 def _rejection(why: str, flag: str, table: vf.OptionTable, version: VllmVersion | None,
-               accepting: list[tuple[vf.OptionTable, vf.Match]], pname: vf.Parser) -> Diagnostic:
+               accepting: list[tuple[vf.OptionTable, vf.Match]], pname: vf.Parser,
+               floor: str | None = None) -> Diagnostic:
     """The diagnostic for an option vLLM's parser rejects (its startup error)."""
     accepted_by = [t.version for t, _ in accepting]
     pick = ([a for a in accepting if not a[1].abbreviated] or accepting or [None])[-1]
@@ -458,15 +469,17 @@ def _rejection(why: str, flag: str, table: vf.OptionTable, version: VllmVersion 
         also = f" (accepted by vLLM {_spans(accepted_by)})" if accepted_by else ""
         return Diagnostic("error", f"{why} in vLLM {version}'s parser{also}: vLLM exits with an "
                           f"argument error, the pod will not start{read_as}", flag)
-    every = [t.version for t in _range_of(None, pname)]
+    every = [t.version for t in _range_of(None, pname, floor)]
     if not accepted_by:
-        return Diagnostic("error", f"{why}: every known vLLM version ({every[0]} to {every[-1]}) "
-                          "rejects it, vLLM exits with an argument error and the pod will not "
-                          "start", flag)
+        span = (f"every vLLM version the image can be (its tag means the newest: {every[-1]} or "
+                "later)" if floor else f"every known vLLM version ({every[0]} to {every[-1]})")
+        return Diagnostic("error", f"{why}: {span} rejects it, vLLM exits with an argument error "
+                          "and the pod will not start", flag)
     rejected = [v for v in every if v not in accepted_by]
-    return Diagnostic("warning", f"{why} in vLLM {_spans(rejected)} (accepted by "
-                      f"{_spans(accepted_by)}); the image tag does not say which version runs: "
-                      "with a version that rejects it the pod will not start" + read_as, flag)
+    return Diagnostic("warning", f"{why} in vLLM {table.version}'s parser; vLLM "
+                      f"{_spans(rejected)} reject it, {_spans(accepted_by)} accept it; the image "
+                      "tag does not say which version runs: with a version that rejects it the "
+                      "pod will not start" + read_as, flag)
 
 
 def _convert(kind: Kind, raw: str) -> Any:

@@ -53,6 +53,9 @@ def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split(".") if p.isdigit())
 
 
+version_key = _vkey
+
+
 @lru_cache(maxsize=1)
 def _tables() -> dict[str, dict[str, OptionTable]]:
     raw = json.loads(resources.files(__package__).joinpath("data/vllm_flags.json").read_text())
