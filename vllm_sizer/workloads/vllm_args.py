@@ -122,6 +122,7 @@ API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.ap
 CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
+MAX_CROSS_VERSION = 32  # rejected options checked against every known version's list
 MAX_TOKENS = 1 << 40  # larger token counts or byte sizes are absurd input, not configuration
 
 
@@ -192,12 +193,7 @@ def _range_of(version: VllmVersion | None, parser: vf.Parser,
     `floor` on when the version is unknown (the image tag does not say)."""
     if version is not None:
         return [vf.table_for(version, parser)]
-    seen: dict[str, vf.OptionTable] = {}
-    for v in vf.known_versions():
-        t = vf.table_for(v, parser)
-        if floor is None or vf.version_key(t.version) >= vf.version_key(floor):
-            seen[t.version] = t
-    return list(seen.values()) or [vf.table_for(None, parser)]
+    return list(vf.tables_from(parser, floor))
 
 
 def _spans(versions: list[str]) -> str:
@@ -239,6 +235,7 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
             f"lower known list ({table.version})"))
     flag_model: str | None = None
     after_dd = False
+    rejected = 0
     i = 0
     n = len(args)
 
@@ -307,23 +304,29 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                     out.diagnostics.append(Diagnostic("warning" if not strict else "error",
                                                       "unexpected positional argument", raw=tok))
                 continue
+            rejected += 1
             accepting = []
-            for t in _range_of(None, pname, version_floor):
-                alt = vf.match(t, lookup)
-                if alt.option is not None:
-                    accepting.append((t, alt))
+            if rejected <= MAX_CROSS_VERSION:  # hostile input: bounded work per command line
+                for t in _range_of(None, pname, version_floor):
+                    alt = vf.match(t, lookup)
+                    if alt.option is not None:
+                        accepting.append((t, alt))
             shown = base.replace("_", "-") if tok.startswith("--") else base
             if m.ambiguous:
                 why = (f"ambiguous option: {shown} could match "
                        f"{', '.join(m.ambiguous[:6])}{' …' if len(m.ambiguous) > 6 else ''}")
             else:
                 why = f"unrecognized argument {shown}"
-            if strict:
+            if strict and rejected <= MAX_CROSS_VERSION:
                 out.diagnostics.append(_rejection(why, shown, table, version, accepting, pname,
                                                   version_floor))
+            elif strict and rejected == MAX_CROSS_VERSION + 1:
+                out.diagnostics.append(Diagnostic(
+                    "error", f"more than {MAX_CROSS_VERSION} options vLLM rejects: the rest are "
+                    "not reported one by one; vLLM exits, the pod will not start", shown))
             reading = accepting or ([(t, a) for t in _range_of(None, pname)
                                      if (a := vf.match(t, lookup)).option is not None]
-                                    if version_floor else [])
+                                    if version_floor and rejected <= MAX_CROSS_VERSION else [])
             if reading:
                 accepting = reading
                 # read it as the newest version that has it as written, else the newest that
@@ -343,7 +346,8 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
         assert m.option is not None and m.dest is not None and m.kind is not None
         if m.abbreviated and used is table:
             written = base.replace("_", "-") if base.startswith("--") else base
-            former = [t.version for t in _range_of(None, pname) if written in t.options]
+            former = [t.version for t in _range_of(None, pname) if written in t.options] \
+                if len(out.diagnostics) < 200 else []
             if former:  # an option of other versions, expanded to another one here
                 out.diagnostics.append(Diagnostic(
                     "warning", f"vLLM {table.version}'s parser has no {written} (an option of "

@@ -10,6 +10,7 @@ vLLM exits before it starts. Versions between two known lists use the nearest lo
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -30,6 +31,19 @@ class OptionTable:
     parser: Parser
     options: dict[str, tuple[str, str]]  # option string → (dest, kind)
     allow_abbrev: bool = True
+    keys: tuple[str, ...] = ()  # the option strings, sorted (prefix search)
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            object.__setattr__(self, "keys", tuple(sorted(self.options)))
+
+    def starting_with(self, prefix: str) -> list[str]:
+        i = bisect.bisect_left(self.keys, prefix)
+        out = []
+        while i < len(self.keys) and self.keys[i].startswith(prefix):
+            out.append(self.keys[i])
+            i += 1
+        return out
 
     @property
     def count(self) -> int:
@@ -49,6 +63,7 @@ class Match:
     explicit: str | None = None  # the attached value (`--x=v`, `-tp2`)
 
 
+@lru_cache(maxsize=256)
 def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split(".") if p.isdigit())
 
@@ -89,6 +104,17 @@ def latest_version() -> str:
     return known_versions()[-1]
 
 
+@lru_cache(maxsize=4)
+def tables_from(parser: Parser, floor: str | None = None) -> tuple[OptionTable, ...]:
+    """The distinct lists of `parser` from version `floor` on (all when None), oldest first."""
+    seen: dict[str, OptionTable] = {}
+    for v in known_versions():
+        t = table_for(v, parser)
+        if floor is None or _vkey(t.version) >= _vkey(floor):
+            seen[t.version] = t
+    return tuple(seen.values()) or (table_for(None, parser),)
+
+
 def table_for(version: VllmVersion | str | None, parser: Parser = "serve") -> OptionTable:
     """The list of `version` (nearest lower known version; None or newer → the latest)."""
     tables = _tables()
@@ -127,14 +153,13 @@ def match(table: OptionTable, token: str) -> Match:
     found: list[tuple[str, str | None, bool]] = []  # (option, attached value, abbreviated)
     if token.startswith("--"):
         if table.allow_abbrev:
-            found = [(o, value if sep else None, True) for o in opts if o.startswith(head)]
+            found = [(o, value if sep else None, True) for o in table.starting_with(head)]
     else:
         short, attached = token[:2], token[2:]
-        for o in opts:
-            if o == short:
-                found.append((o, attached, False))
-            elif table.allow_abbrev and o.startswith(token):
-                found.append((o, None, True))
+        if short in opts:
+            found.append((short, attached, False))
+        if table.allow_abbrev:
+            found += [(o, None, True) for o in table.starting_with(token) if o != short]
     if len(found) > 1:
         return Match(None, ambiguous=tuple(o for o, _, _ in found))
     if len(found) == 1:
