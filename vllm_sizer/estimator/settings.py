@@ -246,12 +246,14 @@ def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
 def local_engines(settings: EngineSettings) -> tuple[int, str]:
     """How many vLLM engines one server (one pod) runs.
 
-    vllm-project/vllm@v0.33.0:vllm/engine/arg_utils.py (EngineArgs.create_engine_config): with
-    --data-parallel-rank (external load balancing) data_parallel_size_local must be 1; else an
-    explicit --data-parallel-size-local is used; else "local DP size defaults to global DP size
-    if not set". vllm/v1/engine/utils.py (CoreEngineProcManager.__init__) starts one EngineCore
-    process per local engine (`for index in range(local_engine_count)`), each with its own
-    executor, workers, weights and KV cache."""
+    vllm-project/vllm@v0.33.0:vllm/engine/arg_utils.py (EngineArgs.create_engine_config,
+    lines 2476-2535 of the wheel's source): with --data-parallel-rank (external load balancing)
+    data_parallel_size_local must be 1 (line 2483); else an explicit --data-parallel-size-local
+    is used (line 2487); else "local DP size defaults to global DP size if not set" (line 2535).
+    vllm/v1/engine/utils.py:280 (CoreEngineProcManager.__init__) starts one EngineCore process
+    per local engine (`for index in range(local_engine_count)`, local_engine_count =
+    data_parallel_size_local at line 545), each with its own executor, workers, weights and KV
+    cache."""
     if settings.data_parallel_rank is not None:
         return 1, "--data-parallel-rank given (external load balancing): one engine per server"
     if settings.data_parallel_size_local is not None:
