@@ -130,6 +130,14 @@ def test_no_valueless_flag_eats_the_positional_model(version):
         assert not [d for d in parsed.diagnostics if d.severity == "error"], flag
 
 
+def test_unknown_flag_before_the_model_does_not_take_it():
+    # argparse gives an unknown option no value: the next word is the positional model
+    w = read("vllm/vllm-openai:v0.11.0", "--enable-shiny-feature", "meta-llama/Llama-3.1-8B-Instruct",
+             "--max-num-seqs", "8")
+    assert w.model == "meta-llama/Llama-3.1-8B-Instruct" and w.settings.max_num_seqs == 8
+    assert any("--enable-shiny-feature" in m for m in msgs(w, "error"))
+
+
 def test_enable_prompt_embeds_before_the_model():
     w = read("vllm/vllm-openai:v0.11.0", "--enable-prompt-embeds", "meta-llama/Llama-3.1-8B-Instruct")
     assert w.model == "meta-llama/Llama-3.1-8B-Instruct"

@@ -336,11 +336,13 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
             else:
                 if not strict:
                     out.unknown_flags.append(shown)
-                # consume a following value unless it is itself a flag or every candidate
-                # is valueless
+                # argparse gives no value to an option it does not know: a following word is
+                # a positional argument (the model, while none is read yet); after the model
+                # it is taken as this flag's value (one rejection, not two)
                 cands = [table.options[o][1] for o in m.ambiguous]
                 if not eq and i < n and not vf.looks_like_option(str(args[i])) and \
-                        not (cands and all(k in vf.VALUELESS for k in cands)):
+                        not (cands and all(k in vf.VALUELESS for k in cands)) and \
+                        not (positional_model and out.model is None):
                     i += 1
                 continue
         assert m.option is not None and m.dest is not None and m.kind is not None
