@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("--env", action="append", default=[], metavar="K=V",
                    help="environment of the vLLM process, e.g. VLLM_CPU_KVCACHE_SPACE=4")
     p.add_argument("--device", choices=["cpu", "cuda", "rocm", "other", "unknown"],
-                   help="backend (also read from --device in the command line)")
+                   help="backend (vLLM's own --device exists only up to vLLM 0.9)")
     p.add_argument("--vllm-version", help="vLLM version whose defaults apply (default: latest known)")
     p.add_argument("--gpu-memory", type=float, metavar="GiB",
                    help="memory of one GPU; without it the device-side fit check is skipped")
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if len(argv) == 1 and " " in argv[0]:
         argv = shlex.split(argv[0])
     if not argv:
-        return _fail("no vLLM command line given (e.g. -- vllm serve Qwen/Qwen3-0.6B --device cpu)")
+        return _fail("no vLLM command line given (e.g. --device cpu -- vllm serve Qwen/Qwen3-0.6B)")
     env: dict[str, str] = {}
     for item in args.env:
         key, eq, value = item.partition("=")
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     found = find_invocation(argv)
     flags, positional = found if found else (argv[2:] if argv[:2] == ["vllm", "serve"] else argv, True)
     version = VllmVersion.parse(args.vllm_version) if args.vllm_version else None
-    parsed = parse_vllm_args(flags, version=version, positional_model=positional)
+    parsed = parse_vllm_args(flags, version=version, positional_model=positional, strict=True)
     env_values, env_diags = env_settings(env)
     facts: dict[str, Any] = {**env_values, "vllm_version": args.vllm_version,
                              "allocator": args.allocator}

@@ -142,6 +142,18 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
         p.add("dev_shm", settings.dev_shm_bytes, "sum",
               "memory-backed /dev/shm emptyDir counts against the pod's memory")
 
+    if r.engines > 1:
+        # every local data-parallel engine is a full copy of the per-engine terms
+        # (settings.local_engines cites vLLM's source); the pod's /dev/shm is shared
+        p.terms = [t if t.enters not in ("sum", "max-of-transients") or t.name == "dev_shm" else
+                   Term.model_construct(name=t.name, bytes=t.bytes * r.engines, enters=t.enters,
+                                        source=f"{t.source}; × {r.engines} data-parallel engines")
+                   for t in p.terms]
+        notes.append(f"{r.engines} data-parallel engines in this pod ({r.reasons['engines']}): "
+                     "each engine process holds its own weights, KV cache, activations and "
+                     "workers, so the host terms count once per engine"
+                     + ("" if cpu else f"; it needs {r.engines * ws} GPUs (engines × TP × PP), "
+                        "the device side is per GPU"))
     summed = sum(t.bytes for t in p.terms if t.enters == "sum")
     transients = max([t.bytes for t in p.terms if t.enters == "max-of-transients"] or [0])
     total = summed + transients

@@ -50,6 +50,10 @@ class EngineSettings(BaseModel):
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
+    # --data-parallel-size-local (engines on this node) and --data-parallel-rank (an external
+    # load balancer's single rank); see local_engines
+    data_parallel_size_local: int | None = None
+    data_parallel_rank: int | None = None
     gpu_memory_utilization: float | None = None
     cpu_offload_gb: float = 0.0
     swap_space_gib: float | None = None
@@ -72,6 +76,20 @@ class EngineSettings(BaseModel):
     def _positive(cls, v: int | None, info):  # noqa: ANN001
         if v is not None and v <= 0:
             raise ValueError(f"{info.field_name} must be a positive integer, got {v}")
+        return v
+
+    @field_validator("data_parallel_size_local")
+    @classmethod
+    def _local(cls, v: int | None):
+        if v is not None and v < 1:
+            raise ValueError(f"data_parallel_size_local must be ≥ 1, got {v}")
+        return v
+
+    @field_validator("data_parallel_rank")
+    @classmethod
+    def _rank(cls, v: int | None):
+        if v is not None and v < 0:
+            raise ValueError(f"data_parallel_rank must be ≥ 0, got {v}")
         return v
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
@@ -114,6 +132,9 @@ class ResolvedSettings(BaseModel):
     swap_space_bytes: int
     allocator: Allocator
     reasons: dict[str, str]
+    # vLLM engines this pod runs (local data-parallel ranks), each with its own weights, KV
+    # cache and workers: see local_engines()
+    engines: int = 1
 
     @property
     def world_size(self) -> int:
@@ -208,6 +229,7 @@ def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
 
     cpu_kv, auto_sized = _cpu_kv_cache(settings, version, device, util, reasons, notes)
     swap = _swap_space(settings, version, device, reasons)
+    engines, reasons["engines"] = local_engines(settings)
 
     return ResolvedSettings.model_construct(
         version=version, device=device, dtype=dtype, dtype_bytes=dtype_b,
@@ -218,7 +240,28 @@ def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
         lora_dtype_bytes=lora_b, tensor_parallel_size=settings.tensor_parallel_size,
         pipeline_parallel_size=settings.pipeline_parallel_size, gpu_memory_utilization=util,
         cpu_kv_cache_bytes=cpu_kv, kv_cache_auto_sized=auto_sized, swap_space_bytes=swap,
-        allocator=settings.allocator, reasons=reasons)
+        allocator=settings.allocator, reasons=reasons, engines=engines)
+
+
+def local_engines(settings: EngineSettings) -> tuple[int, str]:
+    """How many vLLM engines one server (one pod) runs.
+
+    vllm-project/vllm@v0.33.0:vllm/engine/arg_utils.py (EngineArgs.create_engine_config,
+    lines 2476-2535 of the wheel's source): with --data-parallel-rank (external load balancing)
+    data_parallel_size_local must be 1 (line 2483); else an explicit --data-parallel-size-local
+    is used (line 2487); else "local DP size defaults to global DP size if not set" (line 2535).
+    vllm/v1/engine/utils.py:280 (CoreEngineProcManager.__init__) starts one EngineCore process
+    per local engine (`for index in range(local_engine_count)`, local_engine_count =
+    data_parallel_size_local at line 545), each with its own executor, workers, weights and KV
+    cache."""
+    if settings.data_parallel_rank is not None:
+        return 1, "--data-parallel-rank given (external load balancing): one engine per server"
+    if settings.data_parallel_size_local is not None:
+        return settings.data_parallel_size_local, "--data-parallel-size-local"
+    if settings.data_parallel_size > 1:
+        return settings.data_parallel_size, ("--data-parallel-size: every rank on this node "
+                                             "(vLLM's default for data_parallel_size_local)")
+    return 1, "no data parallelism"
 
 
 def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device, util: float,

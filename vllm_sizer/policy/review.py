@@ -188,6 +188,28 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
         return None, None, str(exc)
 
 
+def _estimate_largest(w: Workload) -> tuple[Workload, Any, ModelGeometry | None, str | None,
+                                            str | None]:
+    """A container with several vLLM invocations (a script's branches) is sized by the one
+    with the largest estimate; the note names it and the alternatives."""
+    report, geometry, why = _estimate(w)
+    if not w.alternatives:
+        return w, report, geometry, why, None
+    results = [(w, report, geometry, why)] + [(a, *_estimate(a)) for a in w.alternatives]
+    sized = [r for r in results if r[1] is not None]
+    best = max(sized, key=lambda r: r[1].total_memory_bytes) if sized else results[0]
+
+    def label(r: tuple) -> str:
+        inv = " ".join(r[0].argv)[:80]
+        size = messages.gi(r[1].total_memory_bytes) if r[1] is not None else f"not sized: {r[3]}"
+        return f"{r[0].model or '?'} [{inv}] ({size})"
+
+    others = [label(r) for r in results if r is not best]
+    note = (f"{len(results)} vLLM invocations in this container (a script's branches): sized "
+            f"the largest estimate, {label(best)}; alternatives: {'; '.join(others)}")
+    return best[0], best[1], best[2], best[3], note
+
+
 def review_object(obj: Any, context: ReadContext | None = None,
                   policy: PolicySettings | None = None,
                   read: Callable[..., list[Workload]] | None = None,
@@ -213,12 +235,18 @@ def review_object(obj: Any, context: ReadContext | None = None,
     mode, headroom, override_warnings = _object_overrides(obj, policy)
     result.warnings.extend(override_warnings)
     for w in workloads:
-        report, geometry, why = _estimate(w) if mode != "off" and not w.skip_reason else (None, None, None)
+        pick = None
+        if mode != "off" and not w.skip_reason:
+            w, report, geometry, why, pick = _estimate_largest(w)
+        else:
+            report, geometry, why = None, None, None
         # an object that cannot carry the limit is reported on, never changed or denied
         w_mode = mode if w.patchable or mode not in ("mutate", "enforce") else "warn"
         d = decide_container(w, report, geometry, w.settings, policy, w_mode, headroom, why)
         if w_mode != mode and d.verdict != "skip":
             d.warnings.append(f"{w.container}: {NOT_PATCHABLE}")
+        if pick:
+            d.warnings.append(f"{w.container}: {pick}")
         for diag in w.diagnostics:
             if diag.severity in ("error", "warning"):
                 d.warnings.append(f"{w.container}: {diag}")

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .images import is_cpu_image
+from .images import image_device, is_cpu_image
 from .vllm_args import Diagnostic
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -119,6 +119,16 @@ def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, s
         cpu_why = "VLLM_TARGET_DEVICE=cpu"
     elif explicit is None and is_cpu_image(image):
         cpu_why = f"CPU image {image}"
+    elif explicit is None and accel is None and image_device(image) == "cpu":
+        cpu_why = f"CPU build {image}"
+    elif explicit is None and accel is None and image_device(image) is None:
+        cpu_env = sorted(k for k in env if k.startswith("VLLM_CPU_"))
+        if cpu_env:
+            # vllm/envs.py: VLLM_CPU_* configure only the CPU backend (KV cache space, OMP
+            # thread binding, ...): set without any accelerator request, the pod is a CPU pod
+            cpu_why = f"{', '.join(cpu_env)} set (vLLM's CPU backend settings)"
+            diags.append(Diagnostic("info", f"runs on CPU: {', '.join(cpu_env)} set and no "
+                                    "accelerator requested"))
 
     if cpu_why:
         facts.device = "cpu"
@@ -129,6 +139,10 @@ def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, s
         facts.device = explicit
     elif accel:
         facts.device = accel
+    elif image_device(image):
+        facts.device = image_device(image) or "unknown"
+        diags.append(Diagnostic("info", f"device {facts.device} from the image's build "
+                                f"({image}); no accelerator is requested in the pod spec"))
     else:
         facts.device = "unknown"
         diags.append(Diagnostic("info", "device unknown (no CPU image, --device or accelerator "

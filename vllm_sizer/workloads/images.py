@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..estimator.versions import VllmVersion
 
 API_SERVER = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 VLLM_SERVE = ["vllm", "serve"]
-HF_SERVER = ["python", "-m", "huggingfaceserver"]
+HF_SERVER = ["python3", "-m", "huggingfaceserver"]  # kserve python/huggingface_server.Dockerfile
 
 # ENTRYPOINT of vLLM's own images (the `vllm-openai` stage of vLLM's Dockerfile, later
 # docker/Dockerfile; the CPU images are assumed to follow the same stage), by first vLLM version.
@@ -34,6 +35,92 @@ VLLM_IMAGE_NAMES = {
     "vllm-rocm", "vllm-openai-xpu",
 }
 HF_SERVER_NAMES = {"huggingfaceserver", "huggingfaceserver-gpu"}
+
+
+@dataclass(frozen=True)
+class VendorImage:
+    """An image that is not vLLM's own but whose ENTRYPOINT is known from its build file.
+    `entrypoint` None: the image runs no vLLM by itself (a command must say it). `device`: what
+    the build targets (used only when the pod spec says nothing). Tags are the vendor's own
+    versions, never vLLM's."""
+
+    repo: str  # repository path without registry, matched as a suffix at a '/' boundary
+    entrypoint: tuple[str, ...] | None
+    device: str | None
+    source: str
+
+
+_API = ("python3", "-m", "vllm.entrypoints.openai.api_server")
+VENDOR_IMAGES: tuple[VendorImage, ...] = (
+    VendorImage("llm-d/llm-d", ("python", "-m", "vllm.entrypoints.openai.api_server"), "cuda",
+                "llm-d/llm-d@0199edbf64cb6f53c42975dd016471524c6a0d0b:docker/Dockerfile.cuda"),
+    VendorImage("llm-d/llm-d-cuda", ("python", "-m", "vllm.entrypoints.openai.api_server"),
+                "cuda",
+                "llm-d/llm-d@0199edbf64cb6f53c42975dd016471524c6a0d0b:docker/Dockerfile.cuda"),
+    VendorImage("modh/vllm", _API, None,
+                "opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:Dockerfile.ubi "
+                "(vllm-openai stage; CUDA and ROCm builds share it)"),
+    VendorImage("rhaiis/vllm-cuda-rhel9", _API, "cuda",
+                "assumed from opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:"
+                "Dockerfile.ubi (the upstream of Red Hat's vLLM builds; not read for this image)"),
+    VendorImage("rhaiis/vllm-rocm-rhel9", _API, "rocm",
+                "assumed from opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:"
+                "Dockerfile.ubi (not read for this image)"),
+    VendorImage("opea/vllm", ("vllm", "serve"), "cpu",
+                "opea-project/GenAIComps docs: built from vllm-project/vllm's Dockerfile.cpu "
+                "(vllm-openai stage: ENTRYPOINT vllm serve in recent vLLM)"),
+    VendorImage("opea/vllm-cpu", ("vllm", "serve"), "cpu",
+                "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
+                "comps/third_parties/vllm/src/build_docker_vllm.sh (vllm docker/Dockerfile.cpu)"),
+    VendorImage("opea/vllm-gaudi", _API, "other",
+                "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
+                "comps/third_parties/vllm/src/build_docker_vllm.sh → HabanaAI/vllm-fork@"
+                "5c207d16f5ae7f73f7eff64facc61620bcaf5cdb:Dockerfile.hpu"),
+    VendorImage("habanaai/vllm-fork", _API, "other",
+                "HabanaAI/vllm-fork@5c207d16f5ae7f73f7eff64facc61620bcaf5cdb:Dockerfile.hpu"),
+    VendorImage("rocm/vllm", None, "rocm",
+                "ROCm/vllm@0004921e91151cef01a9c63c02413915fcb38504:docker/Dockerfile.rocm "
+                "(`final` stage: CMD /bin/bash, no ENTRYPOINT; only the `vllm-openai` stage, "
+                "vLLM's own vllm-openai-rocm, runs vllm serve; the stage is assumed)"),
+    VendorImage("rocm/vllm-dev", None, "rocm",
+                "ROCm/vllm@0004921e91151cef01a9c63c02413915fcb38504:docker/Dockerfile.rocm "
+                "(`final` stage assumed: CMD /bin/bash)"),
+    VendorImage("intel/vllm", ("vllm", "serve"), "other",
+                "vllm-project/vllm@05cb1bc2ae71c406574afe51f4cd91f2a33e2891:docker/Dockerfile.xpu "
+                "(vllm-openai stage; Intel's XPU builds assumed to use it)"),
+    VendorImage("lmcache/vllm-openai", ("vllm", "serve"), "cuda",
+                "LMCache/LMCache@0340e303bf46294001d96d12d0c952495ea41420:docker/Dockerfile "
+                "(FROM vllm/vllm-openai, ENTRYPOINT vllm serve)"),
+    VendorImage("kserve/huggingfaceserver", ("python3", "-m", "huggingfaceserver"), None,
+                "kserve/kserve@0000bfd8ede3ace813d7a1ac5f973f9f455d0dde:"
+                "python/huggingface_server.Dockerfile"),
+    VendorImage("kserve/huggingfaceserver-gpu", ("python3", "-m", "huggingfaceserver"), "cuda",
+                "kserve/kserve@0000bfd8ede3ace813d7a1ac5f973f9f455d0dde:"
+                "python/huggingface_server.Dockerfile"),
+)
+
+
+def vendor_image(image: str | None) -> VendorImage | None:
+    """The VENDOR_IMAGES row of an image (registry ignored), else None."""
+    repo = split_image(image)[0].lower()
+    if not repo:
+        return None
+    parts = repo.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]  # registry host
+    path = "/".join(parts)
+    best = None
+    for row in VENDOR_IMAGES:
+        if path == row.repo or path.endswith("/" + row.repo):
+            if best is None or len(row.repo) > len(best.repo):
+                best = row
+    return best
+
+
+def image_device(image: str | None) -> str | None:
+    """The device a vendor image is built for (VENDOR_IMAGES), else None."""
+    row = vendor_image(image)
+    return row.device if row else None
 _VLLM_TAG_RE = re.compile(r"^v?(0\.\d+)(?:\.(\d+))?")
 
 
@@ -78,7 +165,7 @@ def image_version(image: str | None) -> VllmVersion | None:
     repository names vLLM; None when the tag says nothing (latest, nightly, a digest) or the
     image is not a vLLM image (other products' version numbers are not vLLM's)."""
     repo, tag, _ = split_image(image)
-    if not tag or "vllm" not in repo.lower():
+    if not tag or "vllm" not in repo.lower() or vendor_image(image) is not None:
         return None
     m = _VLLM_TAG_RE.match(tag)
     if not m:
@@ -86,8 +173,18 @@ def image_version(image: str | None) -> VllmVersion | None:
     return VllmVersion.parse(m.group(0), source="image tag")
 
 
+def is_newest_tag(image: str | None) -> bool:
+    """vLLM's own image pulled as `latest` (or without a tag or digest): the newest release."""
+    repo, tag, digest = split_image(image)
+    return is_vllm_image(image) and digest is None and (tag is None or tag.lower() == "latest")
+
+
 def entrypoint_for(image: str | None) -> list[str] | None:
-    """The ENTRYPOINT of known images (vLLM's, KServe's Hugging Face server), else None."""
+    """The ENTRYPOINT of known images (vLLM's, KServe's Hugging Face server, the vendor images
+    of VENDOR_IMAGES), else None (also for a vendor image that runs no vLLM by itself)."""
+    row = vendor_image(image)
+    if row is not None:
+        return list(row.entrypoint) if row.entrypoint else None
     if is_hf_server_image(image):
         return list(HF_SERVER)
     if not is_vllm_image(image):

@@ -40,7 +40,7 @@ import yaml
 from ..estimator import catalog
 from ..estimator.names import resolve_model
 from ..estimator.versions import VllmVersion
-from . import images, kinds, platforms
+from . import images, kinds, platforms, vllm_flags
 from .device import detect_device
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
@@ -312,36 +312,46 @@ def _prefix_env(argv: list[str], flags_start: int) -> dict[str, str]:
     return out
 
 
-def _locate(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool,
-            depth: int = 0) -> _Located | None:
+def _locate_all(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool,
+                depth: int = 0) -> list[_Located]:
+    """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
+    command of a `sh -c` script (both branches of an if/else, each case arm, ...), in script
+    order; identical invocations once."""
     inv = find_invocation(argv)
     if inv is not None:
         flags, positional = inv
-        return _Located("vllm", flags, positional,
-                        {**env, **_prefix_env(argv, len(argv) - len(flags))}, [])
+        return [_Located("vllm", flags, positional,
+                         {**env, **_prefix_env(argv, len(argv) - len(flags))}, [])]
     hf = _find_hf(argv)
     if hf is not None:
-        return _Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])
+        return [_Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])]
     sh = find_shell(argv)
     if sh is None or depth >= 4:
-        return None
+        return []
     script, rest = sh
-    found: _Located | None = None
-    count = 0
+    found: list[_Located] = []
+    seen: set[tuple] = set()
     for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
         if cmd.words[0] in NOT_RUNNING:
             continue  # `echo "vllm serve ..."` prints, it does not run
-        sub = _locate(cmd.words, cmd.env, unknown, maybe_env, depth + 1)
-        if sub is None:
-            continue
-        count += sub.count
-        if found is None:
+        for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1):
+            key = (sub.kind, tuple(sub.flags), sub.positional, tuple(sorted(sub.env.items())))
+            if key in seen:
+                continue
+            seen.add(key)
             sub.unresolved = cmd.unresolved + sub.unresolved
             sub.files = {**cmd.files, **sub.files}
-            found = sub
-    if found is not None:
-        found.count = count
+            found.append(sub)
+    for f in found:
+        f.count = len(found)
     return found
+
+
+def _locate(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool,
+            depth: int = 0) -> _Located | None:
+    """The first invocation (count: how many there are)."""
+    found = _locate_all(argv, env, unknown, maybe_env, depth)
+    return found[0] if found else None
 
 
 def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
@@ -490,7 +500,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     else:
         ep = images.entrypoint_for(image)
         if ep is not None:
-            if ep[0] != "python" and (find_invocation(args) is not None or find_shell(args)):
+            if ep[-1] != HF_SERVER_MODULE and (find_invocation(args) is not None
+                                               or find_shell(args)):
                 diags.append(Diagnostic(
                     "error", f"args repeat a command although the image's ENTRYPOINT "
                     f"({' '.join(ep)}) runs first: vLLM will reject the arguments and the pod "
@@ -498,19 +509,27 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 argv = args
             else:
                 argv = ep + args
+                row = images.vendor_image(image)
                 diags.append(Diagnostic("info", f"command from the image's ENTRYPOINT "
-                                        f"({' '.join(ep)}, by image tag)"))
+                                        f"({' '.join(ep)}, " + (f"from {row.source}" if row
+                                                                else "by image tag") + ")"))
         elif view.llmisvc or find_invocation(args) is not None or find_shell(args) \
                 or _find_hf(args) is not None:
             argv = args
         elif image and "vllm" in image.lower() and args and args[0].startswith("-"):
-            argv = images.VLLM_SERVE + args
-            diags.append(Diagnostic("warning", f"image {image}: ENTRYPOINT unknown, assumed "
-                                    "`vllm serve`"))
+            # an image name is no evidence of a vLLM server: only a known ENTRYPOINT is
+            row = images.vendor_image(image)
+            why = (f"its build file has no ENTRYPOINT that runs vLLM ({row.source})" if row
+                   else "its ENTRYPOINT is unknown to vllm-sizer")
+            diags.append(Diagnostic(
+                "warning", f"image {image}: only args are given and {why}: not sized (give "
+                "the command, e.g. command: [vllm, serve])"))
+            argv = args
         else:
             argv = args
 
-    located = _locate(argv, env, unknown, maybe_env)
+    candidates = _locate_all(argv, env, unknown, maybe_env)
+    located = candidates[0] if candidates else None
     extra_flags = list(view.extra_flags)
     if view.llmisvc:
         additional = env.get("VLLM_ADDITIONAL_ARGS", "").split()  # unquoted shell expansion
@@ -525,10 +544,12 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             # container's args, in front of which KServe puts the LoRA flags
             argv = ["vllm", "serve", MODEL_DIR, *additional, *extra_flags, *args]
             located = _Located("vllm", argv[2:], True, dict(env), [])
+            candidates = [located]
         elif extra_flags:
-            first = located.flags[:1] if located.positional and located.flags \
-                and not located.flags[0].startswith("-") else []
-            located.flags = [*first, *extra_flags, *located.flags[len(first):]]
+            for cand in candidates:
+                first = cand.flags[:1] if cand.positional and cand.flags \
+                    and not cand.flags[0].startswith("-") else []
+                cand.flags = [*first, *extra_flags, *cand.flags[len(first):]]
     if located is None:
         words = " ".join(argv)
         vllm_like = bool(image and "vllm" in image.lower()) or view.runtime is not None
@@ -541,9 +562,19 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                                     raw=words[:200] or None))
             return _bare(info, view, diags)
         return None
-    if located.count > 1:
-        diags.append(Diagnostic("warning", f"{located.count} vLLM invocations in one container: "
-                                "only the first is sized"))
+    if len(candidates) > 1:
+        diags.append(Diagnostic(
+            "info", f"{len(candidates)} vLLM invocations in one container (a script's "
+            "branches): each is read, and the one with the largest estimate is sized"))
+    primary = _read_invocation(info, view, c, image, env, list(diags), candidates[0])
+    primary.alternatives = [_read_invocation(info, view, c, image, env, list(diags), alt)
+                            for alt in candidates[1:]]
+    return primary
+
+
+def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str | None,
+                     env: dict[str, str], diags: list[Diagnostic], located: "_Located") -> Workload:
+    """One vLLM invocation of a container → a Workload (settings, model, diagnostics)."""
     for lit in dict.fromkeys(located.unresolved):
         diags.append(Diagnostic("warning", f"shell expansion {lit} has no known value (valueFrom, "
                                 "envFrom, the image or a command): left literal", flag=lit))
@@ -552,7 +583,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         if tok.startswith("-") and re.search(r"\s", tok.partition("=")[0].strip()):
             diags.append(Diagnostic(
                 "warning", "one argument holds a flag and its value separated by a space: "
-                "argparse reads it as one unknown flag (write them as two items, or use =)",
+                "argparse does not split it and reads it as one argument (write them as two items, "
+                "or use =)",
                 raw=tok[:120]))
     version = images.image_version(image)
     loader = info.config_loader()
@@ -562,8 +594,11 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
     else:
+        floor = vllm_flags.latest_version() if version is None and \
+            images.is_newest_tag(image) else None
         parsed = parse_vllm_args(located.flags, version=version, config_loader=loader,
-                                 positional_model=located.positional)
+                                 positional_model=located.positional, strict=True,
+                                 version_floor=floor)
         if not located.positional:  # the api_server module takes no positional model
             for d in list(parsed.diagnostics):
                 if d.message == "unexpected positional argument":

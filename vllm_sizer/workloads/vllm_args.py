@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from ..estimator.settings import EngineSettings
 from ..estimator.versions import VllmVersion
+from . import vllm_flags as vf
 
 Severity = Literal["error", "warning", "info"]
 
@@ -38,7 +39,7 @@ class Diagnostic:
         return f"{where}{self.message}"
 
 
-Kind = Literal["tokens", "int", "float", "str", "bool", "list", "json"]
+Kind = Literal["tokens", "int", "index", "float", "str", "bool", "list", "json"]
 
 # flag key (dashes) → (EngineSettings field, kind). Flags that do not change memory are
 # parsed only to consume their value correctly.
@@ -108,7 +109,8 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "tokenizer-revision": (None, "str"), "num-gpu-blocks-override": (None, "int"),
     "num-scheduler-steps": (None, "int"), "scheduling-policy": (None, "str"),
     "worker-cls": (None, "str"), "data-parallel-address": (None, "str"),
-    "data-parallel-rpc-port": (None, "str"), "data-parallel-size-local": (None, "int"),
+    "data-parallel-rpc-port": (None, "str"), "data-parallel-size-local": ("data_parallel_size_local", "int"),
+    "data-parallel-rank": ("data_parallel_rank", "index"),
     "data-parallel-start-rank": (None, "int"), "api-server-count": (None, "int"),
     "max-parallel-loading-workers": (None, "int"), "logits-processor-pattern": (None, "str"),
     "response-role": (None, "str"), "ssl-ca-certs": (None, "str"),
@@ -120,6 +122,7 @@ API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.ap
 CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
+MAX_CROSS_VERSION = 32  # rejected options checked against every known version's list
 MAX_TOKENS = 1 << 40  # larger token counts or byte sizes are absurd input, not configuration
 
 
@@ -156,6 +159,7 @@ class ParsedVllm:
     config_model: str | None = None  # `model:` in a --config file: below the command line
     unknown_flags: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    table_version: str | None = None  # the known vLLM version whose option list was used
 
     def to_settings(self, **facts: Any) -> tuple[EngineSettings | None, list[Diagnostic]]:
         """EngineSettings from the parsed values plus facts from outside the command line
@@ -178,41 +182,184 @@ class ParsedVllm:
                     del data[key]
 
 
+def _dest_spec(dest: str) -> tuple[str | None, Kind] | None:
+    """Our reading of a vLLM dest (argparse attribute): FLAGS keyed by the flag's key."""
+    return FLAGS.get(dest.replace("_", "-"))
+
+
+def _range_of(version: VllmVersion | None, parser: vf.Parser,
+              floor: str | None = None) -> list[vf.OptionTable]:
+    """The lists a command line is checked against: the version's, or every known list from
+    `floor` on when the version is unknown (the image tag does not say)."""
+    if version is not None:
+        return [vf.table_for(version, parser)]
+    return list(vf.tables_from(parser, floor))
+
+
+def _spans(versions: list[str]) -> str:
+    """['0.6.0', '0.6.6', '0.9.2'] → '0.6.0-0.9.2' (consecutive known lists merged)."""
+    if not versions:
+        return "none"
+    known = vf.known_versions()
+    idx = sorted(known.index(v) for v in versions)
+    parts, start, prev = [], idx[0], idx[0]
+    for i in idx[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        parts.append(known[start] if start == prev else f"{known[start]}-{known[prev]}")
+        if i is not None:
+            start = prev = i
+    return ", ".join(parts)
+
+
 def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                     config_loader: Callable[[str], dict[str, Any] | None] | None = None,
-                    positional_model: bool = True) -> ParsedVllm:
+                    positional_model: bool = True, strict: bool = False,
+                    version_floor: str | None = None) -> ParsedVllm:
     """Parse the flags of one vLLM invocation (the tokens after `vllm serve` or after the
-    api_server module). `config_loader` returns the YAML dict of a `--config FILE`, if known."""
+    api_server module) with the option list of that vLLM version (latest when unknown):
+    argparse's abbreviations, value counts and boolean flags as vLLM registers them.
+    `strict`: the tokens go to vLLM's own parser (parse_args): an option it rejects is its
+    startup error; otherwise (KServe's server, parse_known_args) unknown flags are collected.
+    `version_floor`: with no version, the oldest version the image can be (vLLM's `latest`
+    image: the newest known list). `config_loader` returns the YAML dict of a `--config FILE`,
+    if known."""
     out = ParsedVllm()
+    pname: vf.Parser = "serve" if positional_model else "api_server"
+    table = vf.table_for(version, pname)
+    out.table_version = table.version
+    if version is not None and not vf.is_exact_known(version) and strict:
+        out.diagnostics.append(Diagnostic(
+            "info", f"vLLM {version}'s option list is not recorded: read with the nearest "
+            f"lower known list ({table.version})"))
     flag_model: str | None = None
+    after_dd = False
+    rejected = 0
     i = 0
     n = len(args)
+
+    def take_values(kind: str, explicit: str | None) -> list[str] | None:
+        """argparse's value consumption for an option of `kind` (None: missing value)."""
+        nonlocal i
+        if kind in vf.VALUELESS:
+            return []
+        if explicit is not None:
+            items = [explicit]
+            if kind in ("+", "*"):
+                while i < n and not vf.looks_like_option(str(args[i])):
+                    items.append(str(args[i]))
+                    i += 1
+            return items
+        if kind == "r":
+            items = [str(a) for a in args[i:]]
+            i = n
+            return items
+        if kind in ("+", "*"):
+            items = []
+            while i < n and not vf.looks_like_option(str(args[i])):
+                items.append(str(args[i]))
+                i += 1
+            return items if items or kind == "*" else None
+        if i < n and not vf.looks_like_option(str(args[i])):
+            i += 1
+            return [str(args[i - 1])]
+        return [] if kind == "?" else None
+
     while i < n:
         tok = str(args[i])
         i += 1
-        if tok == "--":
-            continue
-        if not tok.startswith("-") or tok == "-":
+        if after_dd or not vf.looks_like_option(tok):
             if positional_model and out.model is None:
                 out.model = tok
             else:
-                out.diagnostics.append(Diagnostic("warning", "unexpected positional argument",
-                                                  raw=tok))
+                out.diagnostics.append(Diagnostic(
+                    "error" if strict and positional_model else "warning",
+                    "unexpected positional argument", raw=tok))
             continue
-        key, eq, inline = tok.lstrip("-").partition("=")
-        if tok.startswith("-") and not tok.startswith("--"):
-            if key.startswith("O") and key[1:].isdigit():  # -O3: compilation level
+        if tok == "--":
+            after_dd = True
+            continue
+        # FlexibleArgumentParser: `-O3` / `-O 3` (compilation level), `_` → `-` in the key
+        if tok.startswith("-O") and not tok.startswith("--"):
+            if tok == "-O" and i < n and not vf.looks_like_option(str(args[i])):
+                i += 1
+            continue
+        if tok.startswith("--"):
+            head, eq, inline = tok.partition("=")
+            base, dot, _sub = head.partition(".")
+            tok = base.replace("_", "-") + (dot + _sub if dot else "") + eq + inline
+        else:
+            head, eq, inline = tok.partition("=")
+            base, dot = head, ""
+        lookup = base.replace("_", "-") + eq + inline if dot else tok
+        m = vf.match(table, lookup)
+        used = table
+        if m.option is None:
+            if " " in tok and not m.ambiguous:
+                # argparse reads an unknown token holding a space as a positional argument
+                if positional_model and out.model is None:
+                    out.model = tok
+                else:
+                    out.diagnostics.append(Diagnostic("warning" if not strict else "error",
+                                                      "unexpected positional argument", raw=tok))
                 continue
-            if key == "O" or key.startswith("cc"):
-                if not eq and "." not in key and i < n and not str(args[i]).startswith("-"):
+            rejected += 1
+            accepting = []
+            if rejected <= MAX_CROSS_VERSION:  # hostile input: bounded work per command line
+                for t in _range_of(None, pname, version_floor):
+                    alt = vf.match(t, lookup)
+                    if alt.option is not None:
+                        accepting.append((t, alt))
+            shown = base.replace("_", "-") if tok.startswith("--") else base
+            if m.ambiguous:
+                why = (f"ambiguous option: {shown} could match "
+                       f"{', '.join(m.ambiguous[:6])}{' …' if len(m.ambiguous) > 6 else ''}")
+            else:
+                why = f"unrecognized argument {shown}"
+            if strict and rejected <= MAX_CROSS_VERSION:
+                out.diagnostics.append(_rejection(why, shown, table, version, accepting, pname,
+                                                  version_floor))
+            elif strict and rejected == MAX_CROSS_VERSION + 1:
+                out.diagnostics.append(Diagnostic(
+                    "error", f"more than {MAX_CROSS_VERSION} options vLLM rejects: the rest are "
+                    "not reported one by one; vLLM exits, the pod will not start", shown))
+            reading = accepting or ([(t, a) for t in _range_of(None, pname)
+                                     if (a := vf.match(t, lookup)).option is not None]
+                                    if version_floor and rejected <= MAX_CROSS_VERSION else [])
+            if reading:
+                accepting = reading
+                # read it as the newest version that has it as written, else the newest that
+                # expands it
+                exact = [a for a in accepting if not a[1].abbreviated]
+                used, m = (exact or accepting)[-1]
+            else:
+                if not strict:
+                    out.unknown_flags.append(shown)
+                # argparse gives no value to an option it does not know: a following word is
+                # a positional argument (the model, while none is read yet); after the model
+                # it is taken as this flag's value (one rejection, not two)
+                cands = [table.options[o][1] for o in m.ambiguous]
+                if not eq and i < n and not vf.looks_like_option(str(args[i])) and \
+                        not (cands and all(k in vf.VALUELESS for k in cands)) and \
+                        not (positional_model and out.model is None):
                     i += 1
                 continue
-            if key not in SHORT:
-                out.unknown_flags.append(tok)
-                continue
-            key = SHORT[key]
-        key = key.replace("_", "-")
-        if key == "config":
+        assert m.option is not None and m.dest is not None and m.kind is not None
+        if m.abbreviated and used is table:
+            written = base.replace("_", "-") if base.startswith("--") else base
+            former = [t.version for t in _range_of(None, pname) if written in t.options] \
+                if len(out.diagnostics) < 200 else []
+            if former:  # an option of other versions, expanded to another one here
+                out.diagnostics.append(Diagnostic(
+                    "warning", f"vLLM {table.version}'s parser has no {written} (an option of "
+                    f"vLLM {_spans(former)}): argparse expands it to {m.option}, so it is read "
+                    f"as {m.option}", flag=written))
+            else:
+                out.diagnostics.append(Diagnostic(
+                    "info", f"abbreviation: vLLM's parser (argparse, allow_abbrev) reads it as "
+                    f"{m.option}", flag=written))
+        if m.dest == "config" and m.kind != "x":
             if eq:
                 out.diagnostics.append(Diagnostic(
                     "warning", "vLLM does not load --config=FILE (only the two-token form "
@@ -234,65 +381,62 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                 else:
                     _apply_config_file(out, loaded)
             continue
-        negated = False
-        spec = FLAGS.get(key)
-        if spec is None and key.startswith("no-") and FLAGS.get(key[3:], (None, ""))[1] == "bool":
-            key, negated, spec = key[3:], True, FLAGS[key[3:]]
-        if spec is None and key.startswith("disable-"):
-            alt = "enable-" + key[len("disable-"):]
-            base = key[len("disable-"):]
-            for cand in (alt, base):
-                if FLAGS.get(cand, (None, ""))[1] == "bool":
-                    key, negated, spec = cand, True, FLAGS[cand]
-                    break
-        if spec is None and key.startswith("enable-") and FLAGS.get(key[7:], (None, ""))[1] == "bool":
-            key, spec = key[7:], FLAGS[key[7:]]
-        if spec is None:
-            out.unknown_flags.append("--" + key)
-            # Consume a following value unless it is itself a flag.
-            if not eq and i < n and not str(args[i]).startswith("-"):
-                i += 1
+        flag = m.option
+        kind = "v" if dot else m.kind  # `--json-arg.key value`: one value
+        explicit = inline if eq else m.explicit
+        if kind in vf.VALUELESS and explicit is not None:
+            if strict:
+                out.diagnostics.append(Diagnostic(
+                    "error", f"vLLM {used.version}'s {flag} takes no value (argparse: ignored "
+                    f"explicit argument): vLLM exits, the pod will not start; use {flag} or "
+                    f"its negative form", flag, explicit))
+            try:
+                value = _bool_text(explicit)
+            except ValueError:
+                continue
+            spec = _dest_spec(m.dest)
+            if spec and spec[0] and spec[1] == "bool":
+                out.values[spec[0]] = value if kind == "t" else not value
             continue
-        target, kind = spec
-        flag = "--" + key
-        if kind == "bool":
-            if eq:
-                try:
-                    value = _bool_text(inline)
-                except ValueError:
-                    out.diagnostics.append(Diagnostic("error", "not a boolean", flag, inline))
-                    continue
-                if version is None or version.at_least(0, 8, 5):
-                    out.diagnostics.append(Diagnostic(
-                        "error", "vLLM ≥ 0.8.5 rejects a value on a boolean flag (use "
-                        f"{flag} or --no-{key}); the pod will not start", flag, inline))
-                if negated:
-                    value = not value
+        if kind == "x":
+            if strict:
+                out.diagnostics.append(Diagnostic(
+                    "error", "prints help or the version and exits: the server does not run",
+                    flag))
+            continue
+        values = take_values(kind, explicit)
+        if values is None:
+            out.diagnostics.append(Diagnostic(
+                "error", f"flag has no value (argparse: expected {'at least one argument' if kind == '+' else 'one argument'})"
+                + ("; vLLM exits, the pod will not start" if strict else ""), flag))
+            continue
+        if dot:
+            continue  # a key of a JSON argument: no memory effect read
+        spec = _dest_spec(m.dest)
+        if spec is None or spec[0] is None:
+            if m.dest == "lora_modules" or (spec and spec[1] == "list" and
+                                            m.dest.replace("_", "-") == "lora-modules"):
+                out.lora_modules.extend(values)
+            continue
+        target, conv = spec
+        if conv == "bool":
+            if kind in ("t", "f", "c"):
+                value = kind != "f"
+            elif not values:
+                value = True  # nargs='?' with const True
             else:
-                value = not negated
-            if target:
-                out.values[target] = value
+                try:
+                    value = _bool_text(values[0])
+                except ValueError:
+                    out.diagnostics.append(Diagnostic("error", "not a boolean", flag, values[0]))
+                    continue
+            out.values[target] = value
             continue
-        if kind == "list":
-            items = [inline] if eq else []
-            while i < n and not str(args[i]).startswith("-"):
-                items.append(str(args[i]))
-                i += 1
-            if key == "lora-modules":
-                out.lora_modules.extend(items)
+        if not values:
             continue
-        if eq:
-            raw = inline
-        elif i < n:
-            raw = str(args[i])
-            i += 1
-        else:
-            out.diagnostics.append(Diagnostic("error", "flag has no value", flag))
-            continue
-        if target is None:
-            continue
+        raw = values[0]
         try:
-            value = _convert(kind, raw)
+            value = _convert(conv, raw)
         except ValueError as exc:
             out.diagnostics.append(Diagnostic("error", f"{exc}; vLLM's default used instead",
                                               flag, raw))
@@ -307,13 +451,6 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
             continue
         if target == "device":
             value = value.lower()
-            # --device was removed in vLLM 0.10.0: argument error in 0.10-0.23, prefix-matched
-            # to --device-ids in 0.24-0.30, ambiguous again from 0.31 (docs/research/vllm-defaults.md §8)
-            if version is not None and version.at_least(0, 10) and \
-                    not (version.at_least(0, 24) and not version.at_least(0, 31)):
-                out.diagnostics.append(Diagnostic(
-                    "error", f"vLLM {version} has no --device flag (removed in 0.10): the server "
-                    "exits with an argument error; the value is still read as the device", flag, raw))
         out.values[target] = value
     if flag_model is None and out.model is None and out.config_model is not None:
         out.model = out.config_model
@@ -327,6 +464,30 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
     return out
 
 
+def _rejection(why: str, flag: str, table: vf.OptionTable, version: VllmVersion | None,
+               accepting: list[tuple[vf.OptionTable, vf.Match]], pname: vf.Parser,
+               floor: str | None = None) -> Diagnostic:
+    """The diagnostic for an option vLLM's parser rejects (its startup error)."""
+    accepted_by = [t.version for t, _ in accepting]
+    pick = ([a for a in accepting if not a[1].abbreviated] or accepting or [None])[-1]
+    read_as = f"; read as {pick[1].option} of vLLM {pick[0].version}" if pick else ""
+    if version is not None:
+        also = f" (accepted by vLLM {_spans(accepted_by)})" if accepted_by else ""
+        return Diagnostic("error", f"{why} in vLLM {version}'s parser{also}: vLLM exits with an "
+                          f"argument error, the pod will not start{read_as}", flag)
+    every = [t.version for t in _range_of(None, pname, floor)]
+    if not accepted_by:
+        span = (f"every vLLM version the image can be (its tag means the newest: {every[-1]} or "
+                "later)" if floor else f"every known vLLM version ({every[0]} to {every[-1]})")
+        return Diagnostic("error", f"{why}: {span} rejects it, vLLM exits with an argument error "
+                          "and the pod will not start", flag)
+    rejected = [v for v in every if v not in accepted_by]
+    return Diagnostic("warning", f"{why} in vLLM {table.version}'s parser; vLLM "
+                      f"{_spans(rejected)} reject it, {_spans(accepted_by)} accept it; the image "
+                      "tag does not say which version runs: with a version that rejects it the "
+                      "pod will not start" + read_as, flag)
+
+
 def _convert(kind: Kind, raw: str) -> Any:
     if kind == "tokens":
         return parse_token_count(raw)
@@ -336,6 +497,14 @@ def _convert(kind: Kind, raw: str) -> Any:
         except ValueError:
             raise ValueError("not an integer") from None
         if v <= 0 or v > MAX_TOKENS:
+            raise ValueError("out of range")
+        return v
+    if kind == "index":  # a rank: 0 allowed
+        try:
+            v = int(raw.strip())
+        except ValueError:
+            raise ValueError("not an integer") from None
+        if v < 0 or v > MAX_TOKENS:
             raise ValueError("out of range")
         return v
     if kind == "float":
