@@ -25,11 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import yaml
 
 from ..estimator import catalog
 from ..estimator.versions import VllmVersion
-from . import images
+from . import images, limits
 from .device import detect_device
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
@@ -115,11 +114,16 @@ class _ObjectInfo:
         raw = annotations.get(ANNOTATION_VLLM_CONFIG)
         if raw is not None:
             try:
-                loaded = yaml.safe_load(raw)
+                loaded = limits.load_yaml(raw)
+            except limits.LimitExceeded as exc:
+                loaded = None
+                info.diagnostics.append(Diagnostic(
+                    "error", f"annotation refused: {exc}; --config contents stay unknown",
+                    ANNOTATION_VLLM_CONFIG))
             except Exception as exc:  # yaml raises many types
                 loaded = None
                 info.diagnostics.append(Diagnostic(
-                    "error", f"annotation is not valid YAML ({str(exc).splitlines()[0]}): "
+                    "error", f"annotation is not valid YAML ({(str(exc).splitlines() or ['?'])[0]}): "
                     "--config contents stay unknown", ANNOTATION_VLLM_CONFIG))
             else:
                 if isinstance(loaded, dict):
@@ -161,26 +165,37 @@ class _ObjectInfo:
 def read_workloads(obj: dict, context: ReadContext | None = None) -> list[Workload]:
     """One Workload per vLLM container of a parsed Kubernetes object; [] when the object is not
     a workload kind or runs no vLLM. Never raises."""
-    try:
-        if not isinstance(obj, dict):
-            return []
-        ctx = context if isinstance(context, ReadContext) else ReadContext()
-        views = _views(obj, ctx)
-        if not views:
-            return []
-        info = _ObjectInfo.of(obj, ctx)
-    except Exception:  # noqa: BLE001 - the reader must never raise
-        return []
-    out: list[Workload] = []
-    for view in views:
+    with limits.budget() as budget:
         try:
-            w = _read_view(info, view)
-        except Exception as exc:  # noqa: BLE001
-            w = _bare(info, view, [Diagnostic("error", f"internal error reading this container: "
-                                              f"{type(exc).__name__}: {exc}")])
-        if w is not None:
-            out.append(w)
-    return out
+            if not isinstance(obj, dict):
+                return []
+            ctx = context if isinstance(context, ReadContext) else ReadContext()
+            views = _views(obj, ctx)
+            if not views:
+                return []
+            info = _ObjectInfo.of(obj, ctx)
+        except Exception:  # noqa: BLE001 - the reader must never raise
+            return []
+        out: list[Workload] = []
+        for view in views:
+            seen = len(budget.notes)
+            try:
+                w = _read_view(info, view)
+            except Exception as exc:  # noqa: BLE001
+                w = _bare(info, view, [Diagnostic("error", f"internal error reading this "
+                                                  f"container: {type(exc).__name__}: {exc}")])
+            if w is not None and len(budget.notes) > seen:
+                w = _over_bounds(w, budget.notes[seen:])
+            if w is not None:
+                out.append(w)
+        return out
+
+
+def _over_bounds(w: Workload, notes: list[str]) -> Workload:
+    """A container whose command line was cut by an expansion bound (limits.py): its flags
+    are not known in full, so it is not sized; each cut is named."""
+    cut = [Diagnostic("error", f"{note}; not sized", container=w.container) for note in notes]
+    return dataclasses.replace(w, settings=None, diagnostics=w.diagnostics + cut)
 
 
 def _group(api_version: str) -> str:
@@ -308,7 +323,13 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
     env: dict[str, str] = {}
     unknown: set[str] = set()
     diags: list[Diagnostic] = []
-    for item in _list(container.get("env")):
+    entries = _list(container.get("env"))
+    if len(entries) > limits.MAX_ENV_ENTRIES:
+        limits.current().note(f"more than {limits.MAX_ENV_ENTRIES} env entries: the values of "
+                              "the rest are unknown")
+        unknown |= {str(_dict(e).get("name")) for e in entries[limits.MAX_ENV_ENTRIES:]}
+        entries = entries[:limits.MAX_ENV_ENTRIES]
+    for item in entries:
         item = _dict(item)
         name = item.get("name")
         if not isinstance(name, str) or not name:
@@ -323,7 +344,12 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
         raw = item.get("value")
         value = "" if raw is None else (("true" if raw else "false") if isinstance(raw, bool)
                                         else str(raw))
-        value, _ = kube_expand(value, lambda n: env.get(n))
+        cut: list[str] = []
+        value, _ = kube_expand(value, lambda n: env.get(n), cut)
+        if cut:  # past the expansion bounds: the value the kubelet computes is unknown here
+            env.pop(name, None)
+            unknown.add(name)
+            continue
         env[name] = value
         unknown.discard(name)
     env_from = _list(container.get("envFrom"))
@@ -459,6 +485,11 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             argv = args
 
     located = _locate(argv, env, unknown, maybe_env)
+    if located is not None and (len(located.flags) > limits.MAX_ARGS or
+                                any(len(f) > limits.MAX_ARG_CHARS for f in located.flags)):
+        limits.current().note(f"the vLLM command line has more than {limits.MAX_ARGS} "
+                              f"arguments or one longer than {limits.MAX_ARG_CHARS} characters")
+        return _bare(info, view, diags)
     extra_flags = list(view.extra_flags)
     if view.llmisvc:
         additional = env.get("VLLM_ADDITIONAL_ARGS", "").split()  # unquoted shell expansion
@@ -641,10 +672,10 @@ def _script_files_loader(files: dict[str, str], fallback: Callable[[str], dict |
     def load(path: str) -> dict | None:
         if path in files:
             try:
-                loaded = yaml.safe_load(files[path])
+                loaded = limits.load_yaml(files[path])
             except Exception as exc:  # noqa: BLE001 - yaml raises many types
                 diags.append(Diagnostic("error", f"the script writes this --config file, but it "
-                                        f"is not valid YAML ({str(exc).splitlines()[0]})",
+                                        f"is not read ({(str(exc).splitlines() or ['?'])[0]})",
                                         "--config", path))
                 return None
             if isinstance(loaded, dict):
