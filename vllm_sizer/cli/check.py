@@ -15,13 +15,11 @@ from typing import Any, Iterable
 import yaml
 
 from ..workloads import limits
-from ..policy.limit_ranges import container_memory_max
+from ..policy.cluster import ClusterContext
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
-from ..workloads.model import ReadContext
 
 CONTEXT_KINDS = {"LimitRange", "ServingRuntime", "ClusterServingRuntime"}
-MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
 
 
 class InputError(Exception):
@@ -35,6 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text")
     p.add_argument("--mode", choices=list(MODES), default="mutate")
     p.add_argument("--headroom", default="0.10", help="fraction or percentage, e.g. 0.1 or 10%%")
+    p.add_argument("--trusted-namespace", default="vllm-sizer", metavar="NS",
+                   help="namespace whose model-config ConfigMaps apply to every namespace, as "
+                   "the operator's (default: vllm-sizer, the chart's namespace); each object "
+                   "also reads those of its own namespace")
     p.set_defaults(func=run)
 
 
@@ -124,28 +126,11 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None
     return docs
 
 
-def build_context(docs: list[dict[str, Any]]) -> tuple[ReadContext, dict[str | None, int]]:
-    """Context objects the cluster would use: runtimes, model-config ConfigMaps, LimitRanges."""
-    ctx = ReadContext()
-    configs: dict[str, dict[str, Any]] = {}
-    for d in docs:
-        kind = d.get("kind")
-        meta = d.get("metadata") or {}
-        if kind == "ServingRuntime":
-            ctx.serving_runtimes[meta.get("name", "")] = d
-        elif kind == "ClusterServingRuntime":
-            ctx.cluster_serving_runtimes[meta.get("name", "")] = d
-        elif kind == "ConfigMap" and str((meta.get("labels") or {}).get(MODEL_CONFIGS_LABEL)) == "true":
-            for key, value in (d.get("data") or {}).items():
-                try:
-                    configs[str(key).lower()] = json.loads(value)
-                except (TypeError, ValueError):
-                    continue
-    if configs:
-        ctx.model_resolver = lambda model: configs.get(model.lower()) or configs.get(
-            model.lower().replace("/", "--"))
-    limit_max = container_memory_max(d for d in docs if d.get("kind") == "LimitRange")
-    return ctx, limit_max
+def build_context(docs: list[dict[str, Any]], trusted_namespace: str | None = None
+                  ) -> ClusterContext:
+    """Context objects the cluster would use (runtimes, model-config ConfigMaps, LimitRanges),
+    namespace by namespace, exactly as the webhook resolves them (policy/cluster.py)."""
+    return ClusterContext.from_objects(docs, trusted_namespace)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     errors: list[str] = []
     docs = load_documents(args.paths, errors)
-    ctx, limit_max = build_context(docs)
+    cluster = build_context(docs, args.trusted_namespace or None)
     base = PolicySettings(mode=args.mode, headroom=headroom)
     results: list[tuple[dict[str, Any], ObjectDecision | None]] = []
     for doc in docs:
@@ -165,9 +150,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
         ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
-        policy = base.model_copy(update={"limit_range_max_bytes": limit_max.get(ns)})
+        policy = base.model_copy(update={"limit_range_max_bytes": cluster.limit_range_max(ns)})
         try:
-            results.append((doc, review_object(doc, ctx, policy)))
+            results.append((doc, review_object(doc, cluster.read_context(ns), policy)))
         except Exception as exc:  # noqa: BLE001 - one object must not stop the others
             errors.append(f"{doc.get('kind')} {meta.get('name', '?')}: internal error "
                           f"({type(exc).__name__}: {_first_line(exc)})")

@@ -24,7 +24,8 @@ class ContainerDecision:
     workload: Workload
     verdict: Verdict
     reason: str  # fits | raised | no-limit | undersized | kv-auto-sized | over-limitrange |
-    #              over-node | gpu-does-not-fit | cannot-size | skipped
+    #              over-node | gpu-does-not-fit | cannot-size | skipped | limit-unknown |
+    #              kv-env-unknown
     mode: Mode
     message: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -53,8 +54,25 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
         d.message = messages.cannot_size(w, cannot_size or "no estimate")
         d.warnings.append(d.message)
         return d
-    d.report = report
     cpu = report.resolved.device == "cpu"
+    # Never write a limit without knowing the effective one, nor pin an env var another
+    # source may set: warn (deny in enforce mode) and patch nothing.
+    unknown_why, unknown_reason = None, ""
+    if w.patch_blocked:
+        unknown_why, unknown_reason = w.patch_blocked, "limit-unknown"
+    elif cpu and KV_ENV not in w.effective_env and (KV_ENV in w.env_unknown or w.env_from):
+        unknown_why = messages.kv_env_unknown_why(w)
+        unknown_reason = "kv-env-unknown"
+    if unknown_why:
+        d.reason = unknown_reason
+        d.message = messages.cannot_patch(w, report, unknown_why)
+        if mode == "enforce":
+            d.verdict = "deny"
+        else:
+            d.verdict = "unknown"
+            d.warnings.append(d.message)
+        return d
+    d.report = report
 
     # vLLM sizes its CPU KV cache from memory: raising the limit would only grow it.
     if cpu and report.kv_cache_auto_sized:

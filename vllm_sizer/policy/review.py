@@ -176,17 +176,22 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
         return build_report(geometry, w.settings), geometry, None
     except EstimatorError as exc:
         return None, None, str(exc)
+    except (ArithmeticError, ValueError, TypeError, RecursionError) as exc:
+        # a config.json or a flag value beyond what the estimate can compute: said, not raised
+        return None, None, f"the estimate cannot be computed ({type(exc).__name__}: {exc})"
 
 
 def review_object(obj: Any, context: ReadContext | None = None,
                   policy: PolicySettings | None = None,
                   read: Callable[..., list[Workload]] | None = None,
-                  label_pods: bool = False) -> ObjectDecision:
+                  label_pods: bool = False, operation: str = "CREATE") -> ObjectDecision:
     """Decide one object. Never raises for bad input: a non-vLLM or unreadable object gets
     verdict "allow" with no containers and no patch. `label_pods` (a CREATE) puts the
     vllm-sizer.io/sized label on the pod templates of a sized object; a mutation does so
     anyway, since it changes the template. An existing template is never labelled alone:
-    that would roll every pod."""
+    that would roll every pod. `operation` UPDATE of a kind whose pod template is immutable
+    (a Job, a Pod) is decided as warn: the API server would refuse the patch (and with it
+    a label edit or a finalizer removal)."""
     policy = policy or PolicySettings()
     if read is None:
         from ..workloads.reader import read_workloads as read
@@ -202,6 +207,10 @@ def review_object(obj: Any, context: ReadContext | None = None,
         return result
     mode, headroom, override_warnings = _object_overrides(obj, policy)
     result.warnings.extend(override_warnings)
+    if operation == "UPDATE" and _template_immutable(obj) and mode in ("mutate", "enforce"):
+        mode = "warn"
+        label_pods = False
+        result.warnings.append(messages.immutable_template(str(obj.get("kind"))))
     for w in workloads:
         report, geometry, why = _estimate(w) if mode != "off" and not w.skip_reason else (None, None, None)
         d = decide_container(w, report, geometry, w.settings, policy, mode, headroom, why)
@@ -217,6 +226,13 @@ def review_object(obj: Any, context: ReadContext | None = None,
     if result.verdict != "deny":
         result.patch, result.annotations = _patch(obj, result, label_pods)
     return result
+
+
+def _template_immutable(obj: dict[str, Any]) -> bool:
+    """Kinds whose pod template (containers' resources and env) cannot change after CREATE:
+    batch Job (spec.template), v1 Pod (spec.containers; resizing is a subresource)."""
+    kind, api = obj.get("kind"), str(obj.get("apiVersion", ""))
+    return (kind == "Job" and api.startswith("batch/")) or (kind == "Pod" and api == "v1")
 
 
 def _patch(obj: dict[str, Any], result: ObjectDecision,

@@ -56,6 +56,11 @@ class Workload:
     lora_modules: list[str] = field(default_factory=list)  # --lora-modules items as written
     argv: list[str] = field(default_factory=list)  # the vLLM invocation's flags after expansion
     runtime: str | None = None  # KServe ServingRuntime used (name), for InferenceServices
+    # Why no resources may be written for this container although it is read: its effective
+    # memory limit is not known (a KServe runtime vllm-sizer cannot see, an unreadable quantity).
+    patch_blocked: str | None = None
+    env_unknown: list[str] = field(default_factory=list)  # env names set from valueFrom
+    env_from: list[str] = field(default_factory=list)  # envFrom sources: may set any name
 
 
 @dataclass

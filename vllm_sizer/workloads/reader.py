@@ -565,6 +565,13 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     resources = _dict(c.get("resources"))
     limit = _memory(resources, "limits", diags)
     request = _memory(resources, "requests", diags)
+    patch_blocked = view.patch_blocked
+    for section in ("limits", "requests"):
+        raw_q = _dict(resources.get(section)).get("memory")
+        if raw_q is not None and (limit if section == "limits" else request) is None:
+            # an unreadable (or absurd: 1e31) quantity is not "unset": never write over it
+            patch_blocked = patch_blocked or (f"resources.{section}.memory {str(raw_q)[:40]!r} "
+                                              "is not a memory quantity vllm-sizer can read")
     if request is None and limit is not None:
         request = limit  # Kubernetes defaults a missing request to the limit
     pod_limit = _dict(_dict(view.pod_spec.get("resources")).get("limits")).get("memory")
@@ -663,7 +670,20 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                      for d in info.diagnostics + diags],
         skip_reason=info.skip_reason or skip_reason or view.skip_reason,
         effective_env=eff_env, gpu_count=dev.gpu_count, device=dev.device, vllm_version=version,
-        lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime)
+        lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime,
+        patch_blocked=patch_blocked, env_unknown=sorted(unknown - set(eff_env)),
+        env_from=_env_from_sources(c))
+
+
+def _env_from_sources(container: dict) -> list[str]:
+    out = []
+    for ef in _list(container.get("envFrom")):
+        ef = _dict(ef)
+        for key in ("configMapRef", "secretRef"):
+            ref = _dict(ef.get(key))
+            if ref:
+                out.append(f"{key} {ref.get('name', '?')}")
+    return out
 
 
 def _script_files_loader(files: dict[str, str], fallback: Callable[[str], dict | None] | None,

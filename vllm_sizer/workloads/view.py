@@ -23,3 +23,4 @@ class ContainerView:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
     skip_reason: str | None = None
     injected_env: tuple[str, ...] = ()  # set by a controller at runtime (values unknown)
+    patch_blocked: str | None = None  # the effective memory limit is not known (Workload)
