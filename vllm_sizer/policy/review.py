@@ -96,7 +96,8 @@ def _step(node: Any, raw: str) -> Any:
 
 
 class _PatchBuilder:
-    """RFC 6902 ops against the incoming object; creates missing parents with `add`.
+    """RFC 6902 ops against the incoming object; creates missing parents with `add`: a list
+    where the next step is an index (`containers/0`), else an object.
     The incoming object is never copied or modified (admission is a hot path): what the ops
     add is tracked by pointer."""
 
@@ -117,8 +118,9 @@ class _PatchBuilder:
             node = self.added[path] if path in self.added else _step(node, raw)
             # a list only holds integer steps; anything else must be an object
             if not (isinstance(node, dict) or (isinstance(node, list) and nxt.isdigit())):
-                self.ops.append({"op": "add", "path": path, "value": {}})
-                node = self.added[path] = {}
+                fresh: Any = [] if nxt.isdigit() else {}
+                self.ops.append({"op": "add", "path": path, "value": fresh})
+                node = self.added[path] = type(fresh)()
         current = self.added[pointer] if pointer in self.added else _step(node, parts[-1])
         if current == value:
             return
@@ -240,6 +242,13 @@ def _patch(obj: dict[str, Any], result: ObjectDecision,
     pb = _PatchBuilder(obj)
     for d in result.containers:
         w = d.workload
+        changes = (d.limit_after is not None and d.limit_after != d.limit_before) or \
+            (d.request_after is not None and d.request_after != d.request_before) or \
+            d.pin_kv_gib is not None
+        if changes and not isinstance(pb.get(w.container_path), dict):
+            # a container the object does not hold yet (an LLMInferenceService's `main`, which
+            # KServe merges by name with its config's): add it, named, once
+            pb.set(w.container_path, {"name": w.container})
         if d.limit_after is not None and d.limit_after != d.limit_before:
             pb.set(w.resources_path + "/limits/memory", format_quantity(d.limit_after))
         if d.request_after is not None and d.request_after != d.request_before:
