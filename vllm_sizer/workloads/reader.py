@@ -30,6 +30,7 @@ from ..estimator import catalog
 from ..estimator.versions import VllmVersion
 from . import images, limits
 from .device import detect_device
+from .execution import executes_vllm
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import (ANNOTATION_MODEL_CONFIG, ANNOTATION_SKIP, ANNOTATION_VLLM_CONFIG,
@@ -289,12 +290,12 @@ def _prefix_env(argv: list[str], flags_start: int) -> dict[str, str]:
 
 def _locate(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool,
             depth: int = 0) -> _Located | None:
-    inv = find_invocation(argv)
+    inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
         return _Located("vllm", flags, positional,
                         {**env, **_prefix_env(argv, len(argv) - len(flags))}, [])
-    hf = _find_hf(argv)
+    hf = _find_hf(argv) if executes_vllm(argv) else None
     if hf is not None:
         return _Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])
     sh = find_shell(argv)
@@ -477,11 +478,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         elif view.llmisvc or find_invocation(args) is not None or find_shell(args) \
                 or _find_hf(args) is not None:
             argv = args
-        elif image and "vllm" in image.lower() and args and args[0].startswith("-"):
-            argv = images.VLLM_SERVE + args
-            diags.append(Diagnostic("warning", f"image {image}: ENTRYPOINT unknown, assumed "
-                                    "`vllm serve`"))
-        else:
+        else:  # an image name alone is no evidence: its ENTRYPOINT is unknown
             argv = args
 
     located = _locate(argv, env, unknown, maybe_env)
@@ -510,7 +507,10 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             located.flags = [*first, *extra_flags, *located.flags[len(first):]]
     if located is None:
         words = " ".join(argv)
-        vllm_like = bool(image and "vllm" in image.lower()) or view.runtime is not None
+        # evidence of vLLM: one of vLLM's (or KServe's) images, or a KServe runtime; a name
+        # that merely contains "vllm" (vllm-sizer itself) is none
+        vllm_like = images.is_vllm_image(image) or images.is_hf_server_image(image) \
+            or view.runtime is not None
         if vllm_like and re.search(r"\bray\b.*\bstart\b", words) and "--head" not in words:
             return _bare(info, view, diags, skip_reason="Ray worker without a vLLM command: "
                          "sized with the leader that runs vLLM")

@@ -57,9 +57,14 @@ class _Raw:
 
 
 def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
-    """(script, arguments after it: $0, $1, ...) when argv runs `sh -c SCRIPT ...`, allowing
-    wrappers before the shell (`/usr/bin/env bash -c`, `tini -- sh -c`)."""
-    for idx, tok in enumerate(argv):
+    """(script, arguments after it: $0, $1, ...) when argv runs `sh -c SCRIPT ...`, through
+    wrappers that exec their argument (`/usr/bin/env bash -c`, `tini -- sh -c`; see
+    execution.py), never a shell another program runs elsewhere (`docker run IMG sh -c`,
+    `kubectl exec POD -- sh -c`, `ssh host sh -c`)."""
+    from .execution import executes_shell
+
+    start = executes_shell(argv)
+    for idx, tok in enumerate(argv[start:], start) if start is not None else ():
         if os.path.basename(str(tok)) not in SHELLS:
             continue
         j = idx + 1
