@@ -40,12 +40,26 @@ def fitting_hint(tokens: int, limit: int) -> str:
     return f", or set --max-num-batched-tokens {tokens} to fit {gi(limit)}"
 
 
-def undersized(w: Workload, report: MemoryReport, needed: int, fitting: int | None) -> str:
+def levers_hint(levers: list[tuple[str, str]], limit: int) -> str:
+    """What else fits when no --max-num-batched-tokens does (the base alone is over the limit):
+    each single change at its largest fitting value."""
+    if not levers:
+        return (f"no --max-num-batched-tokens, KV cache size, LoRA rank, --max-loras or "
+                f"--max-model-len alone fits {gi(limit)}")
+    options = " or ".join(f"{what}={value}" if what.startswith("env ") else f"{what} {value}"
+                          for what, value in levers)
+    return f"no --max-num-batched-tokens fits {gi(limit)}, but {options} does"
+
+
+def undersized(w: Workload, report: MemoryReport, needed: int, fitting: int | None,
+               levers: list[tuple[str, str]] | None = None) -> str:
     msg = (f"vllm-sizer: {_who(w)}: memory limit {gi(w.limit_bytes)} is below the estimated "
            f"peak {gi(report.total_memory_bytes)} ({_terms(report)}); set resources.limits.memory "
            f"to at least {gi(needed)}")
     if fitting:
         msg += fitting_hint(fitting, w.limit_bytes or 0)
+    elif levers is not None:
+        msg += "; " + levers_hint(levers, w.limit_bytes or 0)
     return msg
 
 
