@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from vllm_sizer.policy.review import review_object
-from vllm_sizer.workloads.execution import executed, executes_vllm
 from vllm_sizer.workloads.reader import read_workloads
 
 
@@ -77,6 +76,8 @@ def test_vllm_sizer_s_own_deployment_is_untouched():
     ["tini", "--", "sh", "-c", "nohup vllm serve Qwen/Qwen3-0.6B"],
 ])
 def test_executed_invocations_through_wrappers_are_vllm(argv):
+    from vllm_sizer.workloads.execution import executed, executes_vllm
+
     assert executes_vllm(argv) or executed(argv)[0] in ("bash", "sh")
     ws = read_workloads(deployment({"image": "vllm/vllm-openai:v0.11.0", "command": argv}))
     assert len(ws) == 1 and ws[0].settings is not None, [str(d) for d in ws[0].diagnostics]
