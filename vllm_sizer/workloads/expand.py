@@ -23,9 +23,15 @@ def kube_expand(text: str, lookup: Callable[[str], str | None],
     size = 0
     i, n = 0, len(text)
     while i < n:
-        c = text[i]
-        if c != "$" or i + 1 >= n:
-            out.append(c)
+        j = text.find("$", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        if j > i:
+            out.append(text[i:j])
+            i = j
+        if i + 1 >= n:
+            out.append("$")
             i += 1
             continue
         nxt = text[i + 1]

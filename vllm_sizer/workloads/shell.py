@@ -32,6 +32,8 @@ from . import limits
 SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_PLAIN_RUN = re.compile(r"[^ \t\r\n;|()&<>\\'\"$`]+")  # ordinary word characters
+_QUOTED_RUN = re.compile(r'[^"\\$`]+')  # ordinary characters inside double quotes
 KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}",
             "time", "case", "esac", "for", "in"}
 MAX_SCRIPT = 200_000  # characters; longer scripts are read up to this point
@@ -410,8 +412,9 @@ class _Tokenizer:
                         unresolved.append(literal)
                         self.i = end + 1
                     else:
-                        cur.append(ch)
-                        self.i += 1
+                        m = _QUOTED_RUN.match(s, self.i)
+                        cur.append(m.group(0))
+                        self.i = m.end()
                 self.i += 1
             elif c == "$":
                 expansion(quoted=False)
@@ -424,9 +427,14 @@ class _Tokenizer:
                 unresolved.append(literal)
                 self.i = end + 1
             else:
-                cur.append(c)
+                m = _PLAIN_RUN.match(s, self.i)
+                if m is None:  # a character the branches above did not take
+                    cur.append(c)
+                    self.i += 1
+                else:
+                    cur.append(m.group(0))
+                    self.i = m.end()
                 have = True
-                self.i += 1
         end_word()
         heredoc = self._read_heredocs(pending) if pending else None
         if words and budget.take_command():
