@@ -11,7 +11,10 @@ the InferenceService defaulter), as modelled here:
 - missing cpu / memory requests and limits are filled with KServe's defaults (1 / 2Gi);
 - `{{.Name}}`, `{{.Namespace}}`, `{{.Labels.x}}`, `{{.Annotations.x}}` in the runtime's
   command/args/env are replaced; a storageUri is downloaded to /mnt/models.
-Without a runtime from the caller the stock ClusterServingRuntime for the modelFormat is used.
+Without a runtime from the caller the stock ClusterServingRuntime for the modelFormat is read,
+but the view is `patch_blocked` unless the InferenceService sets its own limits.memory: the real
+runtime's limit is unknown, and writing one could lower it. Callers pass only the runtimes of the
+InferenceService's namespace (policy/cluster.py).
 """
 
 from __future__ import annotations
