@@ -183,3 +183,44 @@ def test_object_level_reading_raises_nothing_internally(kind, spec, metadata):
     ctx = ReadContext(serving_runtimes={"r": {"spec": spec}})
     reader._views(obj, ctx)
     reader._ObjectInfo.of(obj, ctx)
+
+
+# ---- hostile classes (generators shared with tests/hardening: tests/hostile_strategies.py)
+from tests.hostile_strategies import (HOSTILE, command_chain, doubling_script,  # noqa: E402
+                                      kube_env_chain)
+from vllm_sizer.workloads import limits  # noqa: E402
+from vllm_sizer.workloads.execution import executes_vllm  # noqa: E402
+from vllm_sizer.workloads.expand import kube_expand  # noqa: E402
+
+
+@HOSTILE
+@given(doubling_script())
+def test_run_script_output_is_bounded(script):
+    with limits.budget() as budget:
+        cmds = run_script(script, {})
+    assert len(cmds) <= limits.MAX_COMMANDS
+    for c in cmds:
+        assert len(c.words) <= limits.MAX_ARGS + 1
+        assert all(len(v) <= limits.MAX_VALUE_CHARS for v in c.env.values())
+    assert budget.used <= limits.MAX_EXPANDED_CHARS
+
+
+@HOSTILE
+@given(kube_env_chain())
+def test_kube_expand_output_is_bounded(chain):
+    env_list, ref = chain
+    env: dict[str, str] = {}
+    with limits.budget():
+        for e in env_list:
+            cut: list[str] = []
+            value, _ = kube_expand(e["value"], env.get, cut)
+            assert len(value) <= limits.MAX_VALUE_CHARS + len(e["value"])
+            if not cut:
+                env[e["name"]] = value
+
+
+@HOSTILE
+@given(command_chain())
+def test_executes_vllm_follows_the_argv0_chain(chain):
+    argv, executed = chain
+    assert executes_vllm(argv) == executed, argv

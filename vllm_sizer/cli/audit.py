@@ -93,13 +93,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("--kubeconfig", help="kubeconfig file (default: KUBECONFIG or ~/.kube/config)")
     p.add_argument("-o", "--output", choices=["text", "json", "yaml", "markdown"], default="text")
     p.add_argument("--request-timeout", type=float, default=20.0, metavar="SECONDS")
+    p.add_argument("--trusted-namespace", default="vllm-sizer", metavar="NS",
+                   help="model-config ConfigMaps here apply to every namespace (as the webhook's "
+                   "modelConfigs.namespace); '' for none")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         lister = kube_lister(args.kubeconfig, args.context, args.request_timeout)
-        rows, problems = audit(lister, args.namespace)
+        rows, problems = audit(lister, args.namespace, args.trusted_namespace or None)
     except AuditError as exc:
         print(f"vllm-sizer audit: {exc}", file=sys.stderr)
         return 2
@@ -155,7 +158,8 @@ _KIND_OF = {plural: kind for _a, plural, kind in WORKLOAD_RESOURCES} | \
     {plural: kind for _a, plural, kind, _s in CONTEXT_RESOURCES}
 
 
-def audit(lister: Lister, namespace: str | None) -> tuple[list[AuditRow], list[str]]:
+def audit(lister: Lister, namespace: str | None, trusted_namespace: str | None = "vllm-sizer"
+          ) -> tuple[list[AuditRow], list[str]]:
     """Rows sorted by risk, and problems met while listing (a kind that was forbidden)."""
     problems: list[str] = []
 
@@ -176,7 +180,7 @@ def audit(lister: Lister, namespace: str | None) -> tuple[list[AuditRow], list[s
     context_docs: list[dict[str, Any]] = []
     for api, plural, _kind, selector in CONTEXT_RESOURCES:
         context_docs.extend(safe_list(api, plural, selector))
-    ctx, limit_max = build_context(context_docs)
+    cluster = build_context(context_docs, trusted_namespace)
     listed: dict[str, list[dict[str, Any]]] = {
         kind: safe_list(api, plural) for api, plural, kind in WORKLOAD_RESOURCES}
     pods = listed.get("Pod", [])
@@ -189,8 +193,8 @@ def audit(lister: Lister, namespace: str | None) -> tuple[list[AuditRow], list[s
             if kind == "ReplicaSet" and _controller_ref(obj) is not None:
                 continue  # a Deployment's ReplicaSet: the Deployment's row
             ns = (obj.get("metadata") or {}).get("namespace")
-            policy = PolicySettings(mode="mutate", limit_range_max_bytes=limit_max.get(ns))
-            decision = review_object(obj, ctx, policy)
+            policy = PolicySettings(mode="mutate", limit_range_max_bytes=cluster.limit_range_max(ns))
+            decision = review_object(obj, cluster.read_context(ns), policy)
             rows.extend(_rows(obj, decision, _pods_of(obj, pods, owners)))
     rows.sort(key=lambda r: (-_RISK[r.risk], r.namespace or "", r.kind, r.name, r.container))
     return rows, problems

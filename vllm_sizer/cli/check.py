@@ -1,6 +1,8 @@
 """`vllm-sizer check [FILE|DIR|-]... [-o text|json|yaml] [--mode M] [--headroom F]`:
 the admission decision, offline, on manifests. Exit 0: nothing denied; 1: something denied;
-2: unreadable input."""
+2: unreadable input (a missing file, a file that is not UTF-8 YAML, a document that is not a
+Kubernetes object or is beyond the YAML bounds): each is reported on stderr with its file and
+document position, and every other document is still checked."""
 
 from __future__ import annotations
 
@@ -12,13 +14,12 @@ from typing import Any, Iterable
 
 import yaml
 
-from ..policy.limit_ranges import container_memory_max
+from ..workloads import limits
+from ..policy.cluster import ClusterContext
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
-from ..workloads.model import ReadContext
 
 CONTEXT_KINDS = {"LimitRange", "ServingRuntime", "ClusterServingRuntime"}
-MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
 
 
 class InputError(Exception):
@@ -32,68 +33,104 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text")
     p.add_argument("--mode", choices=list(MODES), default="mutate")
     p.add_argument("--headroom", default="0.10", help="fraction or percentage, e.g. 0.1 or 10%%")
+    p.add_argument("--trusted-namespace", default="vllm-sizer", metavar="NS",
+                   help="namespace whose model-config ConfigMaps apply to every namespace, as "
+                   "the operator's (default: vllm-sizer, the chart's namespace); each object "
+                   "also reads those of its own namespace")
     p.set_defaults(func=run)
 
 
-def _files(paths: Iterable[str]) -> list[Path | None]:
+def _files(paths: Iterable[str], errors: list[str] | None = None) -> list[Path | None]:
+    """Files to read; a path that does not exist is an error (raised, or added to `errors`)."""
     out: list[Path | None] = []
     for raw in paths:
         if raw == "-":
             out.append(None)
             continue
         p = Path(raw)
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml", ".json")))
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise InputError(f"{raw}: no such file or directory")
+        try:
+            if p.is_dir():
+                out.extend(sorted(f for f in p.rglob("*")
+                                  if f.suffix in (".yaml", ".yml", ".json") and f.is_file()))
+                continue
+            if p.is_file():
+                out.append(p)
+                continue
+            problem = f"{raw}: no such file or directory"
+        except OSError as exc:
+            problem = f"{raw}: {exc}"
+        if errors is None:
+            raise InputError(problem)
+        errors.append(problem)
     return out
 
 
-def load_documents(paths: Iterable[str]) -> list[dict[str, Any]]:
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return (text[:300] or type(exc).__name__)
+
+
+def _read_text(f: Path | None) -> str:
+    if f is None:
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    else:
+        data = f.read_bytes()
+    return data.decode("utf-8") if isinstance(data, bytes) else data
+
+
+def load_documents(paths: Iterable[str], errors: list[str] | None = None
+                   ) -> list[dict[str, Any]]:
+    """The Kubernetes objects in the files (List kinds flattened). With `errors`, an unreadable
+    file or document is described there (file and document number) and reading goes on with
+    the next; without it the first problem raises InputError."""
     docs: list[dict[str, Any]] = []
-    for f in _files(paths):
+    problems: list[str] = [] if errors is None else errors
+    for f in _files(paths, problems):
         name = "<stdin>" if f is None else str(f)
         try:
-            text = sys.stdin.read() if f is None else f.read_text()
-            loaded = list(yaml.safe_load_all(text))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise InputError(f"{name}: {exc}") from None
-        for doc in loaded:
-            if doc is None:
-                continue
-            if not isinstance(doc, dict):
-                raise InputError(f"{name}: a document is not a mapping")
-            if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
-                docs.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
-            else:
-                docs.append(doc)
+            text = _read_text(f)
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{name}: {_first_line(exc)}")
+            continue
+        position = 0
+        try:
+            for doc in limits.load_all_yaml(text):
+                position += 1
+                where = f"{name}: document {position}"
+                if doc is None:
+                    continue
+                if not isinstance(doc, dict):
+                    problems.append(f"{where}: not a mapping ({type(doc).__name__})")
+                    continue
+                kind = doc.get("kind")
+                if not isinstance(kind, str) or not isinstance(doc.get("apiVersion"), str):
+                    problems.append(f"{where}: not a Kubernetes object (no kind/apiVersion)")
+                    continue
+                if kind == "List" or kind.endswith("List") and "items" in doc:
+                    items = doc.get("items")
+                    if not isinstance(items, list):
+                        problems.append(f"{where}: {kind} items is not a list")
+                        continue
+                    for k, item in enumerate(items):
+                        if isinstance(item, dict) and isinstance(item.get("kind"), str):
+                            docs.append(item)
+                        else:
+                            problems.append(f"{where} item {k}: not a Kubernetes object")
+                else:
+                    docs.append(doc)
+        except (yaml.YAMLError, limits.LimitExceeded, RecursionError, ValueError) as exc:
+            # documents before the broken one were read; YAML cannot resync after it
+            problems.append(f"{name}: document {position + 1}: {_first_line(exc)}")
+        if errors is None and problems:
+            raise InputError(problems[0])
     return docs
 
 
-def build_context(docs: list[dict[str, Any]]) -> tuple[ReadContext, dict[str | None, int]]:
-    """Context objects the cluster would use: runtimes, model-config ConfigMaps, LimitRanges."""
-    ctx = ReadContext()
-    configs: dict[str, dict[str, Any]] = {}
-    for d in docs:
-        kind = d.get("kind")
-        meta = d.get("metadata") or {}
-        if kind == "ServingRuntime":
-            ctx.serving_runtimes[meta.get("name", "")] = d
-        elif kind == "ClusterServingRuntime":
-            ctx.cluster_serving_runtimes[meta.get("name", "")] = d
-        elif kind == "ConfigMap" and str((meta.get("labels") or {}).get(MODEL_CONFIGS_LABEL)) == "true":
-            for key, value in (d.get("data") or {}).items():
-                try:
-                    configs[str(key).lower()] = json.loads(value)
-                except (TypeError, ValueError):
-                    continue
-    if configs:
-        ctx.model_resolver = lambda model: configs.get(model.lower()) or configs.get(
-            model.lower().replace("/", "--"))
-    limit_max = container_memory_max(d for d in docs if d.get("kind") == "LimitRange")
-    return ctx, limit_max
+def build_context(docs: list[dict[str, Any]], trusted_namespace: str | None = None
+                  ) -> ClusterContext:
+    """Context objects the cluster would use (runtimes, model-config ConfigMaps, LimitRanges),
+    namespace by namespace, exactly as the webhook resolves them (policy/cluster.py)."""
+    return ClusterContext.from_objects(docs, trusted_namespace)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,21 +139,26 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"vllm-sizer check: {exc}", file=sys.stderr)
         return 2
-    try:
-        docs = load_documents(args.paths)
-    except InputError as exc:
-        print(f"vllm-sizer check: {exc}", file=sys.stderr)
-        return 2
-    ctx, limit_max = build_context(docs)
+    errors: list[str] = []
+    docs = load_documents(args.paths, errors)
+    cluster = build_context(docs, args.trusted_namespace or None)
     base = PolicySettings(mode=args.mode, headroom=headroom)
-    results: list[tuple[dict[str, Any], ObjectDecision]] = []
+    results: list[tuple[dict[str, Any], ObjectDecision | None]] = []
     for doc in docs:
         if doc.get("kind") in CONTEXT_KINDS:
-            results.append((doc, None))  # type: ignore[arg-type]
+            results.append((doc, None))
             continue
-        ns = (doc.get("metadata") or {}).get("namespace")
-        policy = base.model_copy(update={"limit_range_max_bytes": limit_max.get(ns)})
-        results.append((doc, review_object(doc, ctx, policy)))
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+        policy = base.model_copy(update={"limit_range_max_bytes": cluster.limit_range_max(ns)})
+        try:
+            results.append((doc, review_object(doc, cluster.read_context(ns), policy)))
+        except Exception as exc:  # noqa: BLE001 - one object must not stop the others
+            errors.append(f"{doc.get('kind')} {meta.get('name', '?')}: internal error "
+                          f"({type(exc).__name__}: {_first_line(exc)})")
+            results.append((doc, None))
+    for problem in errors:
+        print(f"vllm-sizer check: {problem}", file=sys.stderr)
     decided = [(doc, r) for doc, r in results if r is not None]
     if args.output == "json":
         print(json.dumps([row for _, r in decided for row in json_rows(r)], indent=2))
@@ -125,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
         print(yaml.safe_dump_all(out, sort_keys=False), end="")
     else:
         print(render_text([r for _, r in decided]))
+    if errors:
+        return 2
     return 1 if any(r.verdict == "deny" for _, r in decided) else 0
 
 

@@ -51,7 +51,12 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     argv = [a for a in args.command if a != "--"] if args.command[:1] == ["--"] else args.command
     if len(argv) == 1 and " " in argv[0]:
-        argv = shlex.split(argv[0])
+        try:
+            argv = shlex.split(argv[0])
+        except ValueError as exc:
+            return _fail(f"cannot split the command line: {exc}")
+    if args.gpu_memory is not None and not (0 < args.gpu_memory <= 1 << 20):
+        return _fail(f"--gpu-memory {args.gpu_memory!r}: a GPU's memory in GiB (0 to 1048576)")
     if not argv:
         return _fail("no vLLM command line given (e.g. --device cpu -- vllm serve Qwen/Qwen3-0.6B)")
     env: dict[str, str] = {}
@@ -62,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
         env[key] = value
     found = find_invocation(argv)
     flags, positional = found if found else (argv[2:] if argv[:2] == ["vllm", "serve"] else argv, True)
-    version = VllmVersion.parse(args.vllm_version) if args.vllm_version else None
+    try:
+        version = VllmVersion.parse(args.vllm_version) if args.vllm_version else None
+    except ValueError as exc:
+        return _fail(f"--vllm-version {args.vllm_version!r}: {exc}")
     parsed = parse_vllm_args(flags, version=version, positional_model=positional, strict=True)
     env_values, env_diags = env_settings(env)
     facts: dict[str, Any] = {**env_values, "vllm_version": args.vllm_version,
@@ -87,8 +95,10 @@ def run(args: argparse.Namespace) -> int:
             report.notes.insert(0, note)
     except EstimatorError as exc:
         return _fail(str(exc))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
         return _fail(f"cannot read the model config: {exc}")
+    except ArithmeticError as exc:  # a value beyond what the estimate can compute
+        return _fail(f"the estimate cannot be computed for these values ({exc})")
     for d in diags:
         report.notes.append(f"{d.severity}: {d}")
     if parsed.unknown_flags:

@@ -43,9 +43,18 @@ def _missing(sub: argparse._SubParsersAction, name: str, extra: str | None,  # n
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit codes: 0 fine; 1 denied (check); 2 bad input or an internal error, said on stderr
+    (never a traceback: 1 must keep meaning "denied")."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        print(f"vllm-sizer {getattr(args, 'command', '')}: internal error "
+              f"({type(exc).__name__}: {str(exc)[:300]})", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

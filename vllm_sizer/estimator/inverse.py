@@ -41,3 +41,61 @@ def max_lora_rank_within(geometry: ModelGeometry, settings: EngineSettings,
         else:
             break
     return best
+
+
+def _fits(geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int,
+          **change: int) -> bool:
+    """The changed settings fit the limit and vLLM would still start with them."""
+    report = build_report(geometry, settings.model_copy(update=change))
+    return report.total_memory_bytes <= limit_bytes and \
+        not any("refuses to start" in n for n in report.notes)
+
+
+def _largest_int_within(geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int,
+                        field: str, below: int, floor: int = 1) -> int | None:
+    """Largest value of an integer setting in [floor, below) that fits, by binary search (the
+    total is monotonic in each of these settings), or None."""
+    if below <= floor or not _fits(geometry, settings, limit_bytes, **{field: floor}):
+        return None
+    lo, hi = floor, below
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _fits(geometry, settings, limit_bytes, **{field: mid}):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def levers_within(geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int
+                  ) -> list[tuple[str, str]]:
+    """The single changes (other settings as they are) that bring the host total within
+    limit_bytes, each at its largest fitting value, as (what to set, value):
+    VLLM_CPU_KVCACHE_SPACE (whole GiB, as vLLM reads it; CPU only), --max-lora-rank (an allowed
+    rank), --max-loras, --max-model-len (LoRA or not). Empty when none fits alone."""
+    report = build_report(geometry, settings)
+    r = report.resolved
+    out: list[tuple[str, str]] = []
+    if r.device == "cpu" and r.cpu_kv_cache_bytes:
+        current = -(-r.cpu_kv_cache_bytes // 1024**3)
+        gib = _largest_int_within(geometry, settings, limit_bytes, "cpu_kvcache_space_gib",
+                                  current)
+        if gib is not None:
+            out.append(("env VLLM_CPU_KVCACHE_SPACE", str(gib)))
+    if r.enable_lora:
+        best = None
+        for rank in ALLOWED_LORA_RANKS:
+            if rank >= r.max_lora_rank:
+                break
+            if _fits(geometry, settings, limit_bytes, max_lora_rank=rank):
+                best = rank
+        if best is not None:
+            out.append(("--max-lora-rank", str(best)))
+        n = _largest_int_within(geometry, settings, limit_bytes, "max_loras", r.max_loras)
+        if n is not None:
+            out.append(("--max-loras", str(n)))
+    length = _largest_int_within(geometry, settings, limit_bytes, "max_model_len",
+                                 r.max_model_len, floor=16)
+    if length is not None:
+        out.append(("--max-model-len", str(length)))
+    return out

@@ -2,11 +2,16 @@
 model ids, values config.json), cached with a short TTL so every webhook replica can use them,
 and an optional Hugging Face Hub fetch of config.json (off by default).
 
-Contract used by the admission path (webhook) and the controller:
-- `get(model)`  : synchronous, memory only (never blocks the event loop);
-- `await load(model)`: refreshes the ConfigMap cache if older than the TTL, then (if enabled)
+Contract used by the admission path (webhook) and the controller, for an object in `namespace`:
+- `get(model, namespace)`  : synchronous, memory only (never blocks the event loop);
+- `await load(model, namespace)`: refreshes the ConfigMap cache if older than the TTL, then (if enabled)
   fetches from the Hub; every outbound call bounded by settings timeouts; returns None on miss,
   timeout or error (the caller treats None as "cannot size", fail-open).
+Configs come from the object's own namespace, then the trusted namespace (policy/cluster.py);
+never from another tenant's.
+
+The background listings of LimitRanges and ServingRuntimes live in cluster_listings.py (names
+re-exported here).
 """
 
 from __future__ import annotations
@@ -19,35 +24,51 @@ import re
 import time
 from typing import Any, Callable, Protocol
 
-from ..estimator import catalog
-from ..policy.limit_ranges import container_memory_max
+from ..policy.cluster import (KEY_SLASH, ClusterContext, model_configs_by_namespace,
+                              model_key, model_keys)
+from .cluster_listings import (ApiClientFactory, BackgroundListing,  # noqa: F401
+                               ClusterLimitRanges, ClusterServingRuntimes, limit_range_maxima,
+                               list_items)
 from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
 
 
 class ModelConfigLookup(Protocol):
-    def get(self, model: str) -> dict[str, Any] | None: ...
+    def get(self, model: str, namespace: str | None = None) -> dict[str, Any] | None: ...
 
-    async def load(self, model: str) -> dict[str, Any] | None: ...
+    async def load(self, model: str, namespace: str | None = None) -> dict[str, Any] | None: ...
+
+
+def namespaced(lookup: Any) -> tuple[Callable[[str, str | None], Any], Callable[[str, str | None], Any]]:
+    """(get, load) of a lookup as functions of (model, namespace); a lookup written before
+    namespaces (get(model) only) is called without it."""
+    import inspect
+
+    def takes_namespace(fn: Any) -> bool:
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            return False
+        return "namespace" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+    get, load = lookup.get, lookup.load
+    return ((lambda m, ns: get(m, namespace=ns)) if takes_namespace(get) else (lambda m, ns: get(m)),
+            (lambda m, ns: load(m, namespace=ns)) if takes_namespace(load) else (lambda m, ns: load(m)))
 
 
 class NoLookup:
     """The lookup used when the cluster offers none (tests, `check`)."""
 
-    def get(self, model: str) -> dict[str, Any] | None:
+    def get(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
         return None
 
-    async def load(self, model: str) -> dict[str, Any] | None:
+    async def load(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
         return None
 
 
 # ----------------------------------------------------------------------------- implementation
 log = logging.getLogger("vllm_sizer.model_configs")
 
-ApiClientFactory = Callable[[], Any]  # () -> kubernetes.client.ApiClient
 
-# ConfigMap keys must match [-._a-zA-Z0-9]+, so "Org/Name" cannot be a key: write it as
-# "Org--Name" (the first "--" stands for the "/"). Both spellings are accepted.
-KEY_SLASH = "--"
 HUB_NEGATIVE_TTL_SECONDS = 300.0  # a 404/401 from the Hub is remembered this long
 HUB_ERROR_TTL_SECONDS = 30.0  # a timeout or connection error: retried sooner
 HUB_POSITIVE_TTL_SECONDS = 24 * 3600.0
@@ -55,54 +76,8 @@ HUB_MAX_BYTES = 4 * 1024**2
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def _keys_for(model: str) -> list[str]:
-    """Lookup keys for a model id as the reader passes it ('Org/Name', 'hf://Org/Name@rev',
-    '/models/Org/Name'): the normalised id, then its last two path parts."""
-    key = catalog.normalise_model_id(model)
-    out = [key]
-    parts = [p for p in key.split("/") if p]
-    if len(parts) > 2:
-        out.append("/".join(parts[-2:]))
-    return list(dict.fromkeys(out))
-
-
-def configmap_key_to_model(key: str) -> str:
-    """'Qwen--Qwen3-0.6B' → 'qwen/qwen3-0.6b'; 'Qwen/Qwen3-0.6B' (from a JSON-file mount or a
-    kubectl-created map that bypassed validation) stays as it is (normalised)."""
-    if "/" not in key and KEY_SLASH in key:
-        key = key.replace(KEY_SLASH, "/", 1)
-    return catalog.normalise_model_id(key)
-
-
-def configs_from_configmaps(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{normalised model id: config.json} from ConfigMap objects (dicts). Items are taken in
-    (namespace, name) order and the first map to define a model wins; values that are not a
-    JSON object are skipped with a log line. ConfigMaps without the label are ignored too
-    (a defensive re-check of the server-side selector)."""
-    out: dict[str, dict[str, Any]] = {}
-
-    def order(cm: dict[str, Any]) -> tuple[str, str]:
-        meta = cm.get("metadata") or {}
-        return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-    for cm in sorted((i for i in items if isinstance(i, dict)), key=order):
-        meta = cm.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        if str(labels.get(MODEL_CONFIGS_LABEL, "")).lower() != "true":
-            continue
-        for key, value in (cm.get("data") or {}).items():
-            try:
-                cfg = json.loads(value)
-            except (TypeError, ValueError, RecursionError) as exc:
-                log.warning("ConfigMap %s/%s key %r is not JSON (%s): ignored",
-                            meta.get("namespace"), meta.get("name"), key, exc)
-                continue
-            if not isinstance(cfg, dict) or not cfg:
-                log.warning("ConfigMap %s/%s key %r is not a config.json object: ignored",
-                            meta.get("namespace"), meta.get("name"), key)
-                continue
-            out.setdefault(configmap_key_to_model(str(key)), cfg)
-    return out
+_keys_for = model_keys  # one normalisation for check and the webhook (policy/cluster.py)
+configmap_key_to_model = model_key
 
 
 class HubConfigFetcher:
@@ -236,28 +211,17 @@ class HubConfigFetcher:
             await self._session.close()
 
 
-def list_items(resp: Any) -> list[dict[str, Any]]:
-    """Items of a raw (`_preload_content=False`) kubernetes-client list response, as dicts."""
-    try:
-        data = json.loads(resp.data)
-    finally:
-        if hasattr(resp, "release_conn"):
-            resp.release_conn()
-    return list(data.get("items") or [])
-
-
 class ClusterModelConfigs:
     """ModelConfigLookup backed by ConfigMaps labelled `vllm-sizer.io/model-configs: "true"`
-    (in `settings.model_configs_namespace`, or every namespace when None), and optionally the
-    Hugging Face Hub (`settings.hub_fetch`).
+    (listed in `settings.model_configs_namespace`, or every namespace when None), and optionally
+    the Hugging Face Hub (`settings.hub_fetch`). An object in namespace N sees the maps of N,
+    then those of the trusted namespace (`settings.trusted_namespace`), never another's.
 
     ConfigMap format: each key is a model id, each value that model's config.json. Because a
     ConfigMap key cannot contain "/", write `Org--Name` for `Org/Name` (the first "--" is read as
     "/"); ids are matched case-insensitively, and `hf://`, `@revision` and local path prefixes
-    (`/models/Org/Name`) are stripped as for the built-in catalog. When two ConfigMaps define the
-    same model, the first in (namespace, name) order wins. With no namespace set, anyone who can
-    create a labelled ConfigMap in any namespace can define a model config for everyone: set
-    VLLM_SIZER_MODEL_CONFIGS_NAMESPACE where that matters.
+    (`/models/Org/Name`) are stripped as for the built-in catalog (policy.cluster.model_key).
+    Within one namespace, when two ConfigMaps define the same model, the first by name wins.
 
     - `get(model)`: memory only (the last listing and the Hub cache); never does I/O.
     - `await load(model)`: a model found in the cached listing is returned at once (when the
@@ -278,7 +242,7 @@ class ClusterModelConfigs:
         self.settings = settings
         self.clock = clock
         self._api: Any = None
-        self._configs: dict[str, dict[str, Any]] = {}
+        self._configs: dict[str, dict[str, dict[str, Any]]] = {}  # namespace → id → config
         self._loaded_at: float | None = None
         self._refreshing: asyncio.Future | None = None
         self.listings = 0  # listings attempted (tests, metrics)
@@ -288,27 +252,28 @@ class ClusterModelConfigs:
             if settings.hub_fetch else None)
 
     # ---- ModelConfigLookup
-    def get(self, model: str) -> dict[str, Any] | None:
+    def get(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
         if not isinstance(model, str) or not model.strip():
             return None
-        for key in _keys_for(model):
-            cfg = self._configs.get(key)
-            if cfg is not None:
-                return cfg
+        cfg = ClusterContext(model_configs=self._configs,
+                             trusted_namespace=self.settings.trusted_namespace
+                             ).model_config(namespace, model)
+        if cfg is not None:
+            return cfg
         if self.hub is not None:
             return self.hub.cached(model)
         return None
 
-    async def load(self, model: str) -> dict[str, Any] | None:
+    async def load(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
         if not isinstance(model, str) or not model.strip():
             return None
-        cfg = self.get(model) if self._loaded_at is not None else None
+        cfg = self.get(model, namespace) if self._loaded_at is not None else None
         if cfg is not None:
             if not self.fresh:  # stale hit: answer now, refresh in the background
                 self._start_refresh()
             return cfg
         await self.refresh()
-        cfg = self.get(model)
+        cfg = self.get(model, namespace)
         if cfg is None and self.hub is not None:
             try:
                 cfg = await self.hub.fetch(model)
@@ -343,11 +308,11 @@ class ClusterModelConfigs:
         try:
             items = await asyncio.wait_for(asyncio.to_thread(self._list_sync, timeout), timeout)
         except Exception as exc:  # noqa: BLE001
-            log.warning("listing model-config ConfigMaps failed (%s: %s); keeping %d cached "
-                        "configs", type(exc).__name__, exc, len(self._configs))
+            log.warning("listing model-config ConfigMaps failed (%s: %s); keeping the cached "
+                        "configs of %d namespaces", type(exc).__name__, exc, len(self._configs))
             self._loaded_at = self.clock()  # retry after the TTL, not on every review
             return
-        self._configs = configs_from_configmaps(items)
+        self._configs = model_configs_by_namespace(items)
         self._loaded_at = self.clock()
 
     def _list_sync(self, timeout: float) -> list[dict[str, Any]]:
@@ -367,127 +332,3 @@ class ClusterModelConfigs:
         if self.hub is not None:
             await self.hub.close()
 
-
-# ------------------------------------------------------------------------ LimitRange ceilings
-# The pure part lives with the policy, shared with `vllm-sizer check`.
-limit_range_maxima = container_memory_max
-
-
-class BackgroundListing:
-    """Objects the admission path needs from the cluster, listed once at start (bounded by
-    `lookup_timeout_seconds`) and then every `model_configs_ttl_seconds` in the background, read
-    from memory by reviews. A failed listing keeps the previous view. Subclasses say what to
-    list (`_list_sync`, blocking, in a thread) and what to keep (`_apply`)."""
-
-    what = "objects"
-
-    def __init__(self, api_client_factory: ApiClientFactory, settings: OperatorSettings):
-        self.api_client_factory = api_client_factory
-        self.settings = settings
-        self._task: asyncio.Task | None = None
-        self._api_client: Any = None
-        self.listings = 0
-
-    def _list_sync(self, timeout: float) -> Any:
-        raise NotImplementedError
-
-    def _apply(self, listed: Any) -> None:
-        raise NotImplementedError
-
-    def _client(self) -> Any:
-        if self._api_client is None:
-            self._api_client = self.api_client_factory()
-        return self._api_client
-
-    _items = staticmethod(list_items)
-
-    async def refresh(self) -> None:
-        self.listings += 1
-        timeout = self.settings.lookup_timeout_seconds
-        try:
-            listed = await asyncio.wait_for(asyncio.to_thread(self._list_sync, timeout), timeout + 1)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("listing %s failed (%s: %s); keeping the previous view", self.what,
-                        type(exc).__name__, exc)
-            return
-        self._apply(listed)
-
-    async def start(self) -> None:
-        await self.refresh()
-
-        async def loop() -> None:
-            while True:
-                await asyncio.sleep(max(self.settings.model_configs_ttl_seconds, 1.0))
-                await self.refresh()
-
-        self._task = asyncio.get_running_loop().create_task(loop(), name=f"vllm-sizer-{self.what}")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
-
-
-class ClusterLimitRanges(BackgroundListing):
-    """The webhook's `limit_range_max(namespace) -> bytes | None`: the LimitRange ceiling of a
-    namespace. Only `type: Container` `max.memory` counts (a Pod-type max bounds the sum of
-    containers, which the per-container decision cannot check)."""
-
-    what = "LimitRanges"
-
-    def __init__(self, api_client_factory: ApiClientFactory, settings: OperatorSettings):
-        super().__init__(api_client_factory, settings)
-        self._maxima: dict[str, int] = {}
-
-    def __call__(self, namespace: str) -> int | None:
-        return self._maxima.get(namespace)
-
-    def _list_sync(self, timeout: float) -> list[dict[str, Any]]:
-        from kubernetes import client
-
-        return self._items(client.CoreV1Api(self._client()).list_limit_range_for_all_namespaces(
-            _request_timeout=timeout, _preload_content=False))
-
-    def _apply(self, listed: list[dict[str, Any]]) -> None:
-        self._maxima = limit_range_maxima(listed)
-
-
-class ClusterServingRuntimes(BackgroundListing):
-    """KServe ServingRuntimes and ClusterServingRuntimes for the reader, so an InferenceService
-    is read with the runtime the cluster will use (its args, env and resources). The dicts are
-    updated in place: a ReadContext built once keeps seeing the current view. Clusters without
-    KServe answer 404: the view stays empty (stock runtimes are assumed, as `check` does)."""
-
-    what = "ServingRuntimes"
-
-    def __init__(self, api_client_factory: ApiClientFactory, settings: OperatorSettings):
-        super().__init__(api_client_factory, settings)
-        self.serving_runtimes: dict[str, dict[str, Any]] = {}
-        self.cluster_serving_runtimes: dict[str, dict[str, Any]] = {}
-
-    def _list_sync(self, timeout: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        from kubernetes import client
-
-        api = client.CustomObjectsApi(self._client())
-        out = []
-        for plural in ("servingruntimes", "clusterservingruntimes"):
-            try:  # for a namespaced kind this lists every namespace
-                out.append(self._items(api.list_cluster_custom_object(
-                    "serving.kserve.io", "v1alpha1", plural, _request_timeout=timeout,
-                    _preload_content=False)))
-            except Exception as exc:  # noqa: BLE001 - 404 without KServe
-                if getattr(exc, "status", None) != 404:
-                    raise
-                out.append([])
-        return out[0], out[1]
-
-    def _apply(self, listed: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
-        for target, items in zip((self.serving_runtimes, self.cluster_serving_runtimes), listed):
-            fresh = {str((i.get("metadata") or {}).get("name", "")): i
-                     for i in items if isinstance(i, dict)}
-            target.clear()
-            target.update(fresh)

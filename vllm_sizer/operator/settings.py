@@ -49,7 +49,12 @@ class OperatorSettings(BaseModel):
     namespaces: list[str] = Field(default_factory=list)  # empty: all (minus the excluded)
     excluded_namespaces: list[str] = Field(default_factory=lambda: ["kube-system"])
     operator_namespace: str = "vllm-sizer"
-    model_configs_namespace: str | None = None  # None: ConfigMaps from every namespace
+    # Where model-config ConfigMaps are listed (None: every namespace). A review reads those of
+    # the object's own namespace, then those of the trusted namespace, never another's.
+    model_configs_namespace: str | None = None
+    # The namespace whose model configs apply to every namespace (None: model_configs_namespace
+    # when set, else the operator's own namespace).
+    model_configs_trusted_namespace: str | None = None
     model_configs_ttl_seconds: float = 30
     hub_fetch: bool = False
     hub_endpoint: str = "https://huggingface.co"
@@ -98,6 +103,7 @@ class OperatorSettings(BaseModel):
             "excluded_namespaces": listing("EXCLUDED_NAMESPACES"),
             "operator_namespace": get("OPERATOR_NAMESPACE") or env.get("POD_NAMESPACE"),
             "model_configs_namespace": get("MODEL_CONFIGS_NAMESPACE"),
+            "model_configs_trusted_namespace": get("MODEL_CONFIGS_TRUSTED_NAMESPACE"),
             "model_configs_ttl_seconds": get("MODEL_CONFIGS_TTL_SECONDS"),
             "hub_fetch": flag("HUB_FETCH"),
             "hub_endpoint": env.get("HF_ENDPOINT") or None,
@@ -122,6 +128,11 @@ class OperatorSettings(BaseModel):
                               limit_range_max_bytes=limit_range_max_bytes,
                               largest_node_memory_bytes=self.largest_node_memory_bytes,
                               fail_closed=self.fail_closed)
+
+    @property
+    def trusted_namespace(self) -> str:
+        return (self.model_configs_trusted_namespace or self.model_configs_namespace
+                or self.operator_namespace)
 
     def serves_namespace(self, namespace: str | None) -> bool:
         if namespace in self.excluded_namespaces or namespace == self.operator_namespace:

@@ -24,7 +24,8 @@ class ContainerDecision:
     workload: Workload
     verdict: Verdict
     reason: str  # fits | raised | no-limit | undersized | kv-auto-sized | over-limitrange |
-    #              over-node | gpu-does-not-fit | cannot-size | skipped
+    #              over-node | gpu-does-not-fit | cannot-size | skipped | limit-unknown |
+    #              kv-env-unknown
     mode: Mode
     message: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -36,6 +37,8 @@ class ContainerDecision:
     request_after: int | None = None
     pin_kv_gib: float | None = None  # VLLM_CPU_KVCACHE_SPACE value to add
     fitting_tokens: int | None = None  # largest --max-num-batched-tokens within the current limit
+    # when no --max-num-batched-tokens fits: the other single changes that do, (what, value)
+    levers: list[tuple[str, str]] = field(default_factory=list)
 
 
 def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGeometry | None,
@@ -53,8 +56,25 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
         d.message = messages.cannot_size(w, cannot_size or "no estimate")
         d.warnings.append(d.message)
         return d
-    d.report = report
     cpu = report.resolved.device == "cpu"
+    # Never write a limit without knowing the effective one, nor pin an env var another
+    # source may set: warn (deny in enforce mode) and patch nothing.
+    unknown_why, unknown_reason = None, ""
+    if w.patch_blocked:
+        unknown_why, unknown_reason = w.patch_blocked, "limit-unknown"
+    elif cpu and KV_ENV not in w.effective_env and (KV_ENV in w.env_unknown or w.env_from):
+        unknown_why = messages.kv_env_unknown_why(w)
+        unknown_reason = "kv-env-unknown"
+    if unknown_why:
+        d.reason = unknown_reason
+        d.message = messages.cannot_patch(w, report, unknown_why)
+        if mode == "enforce":
+            d.verdict = "deny"
+        else:
+            d.verdict = "unknown"
+            d.warnings.append(d.message)
+        return d
+    d.report = report
 
     # vLLM sizes its CPU KV cache from memory: raising the limit would only grow it.
     if cpu and report.kv_cache_auto_sized:
@@ -92,6 +112,9 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
         d.fitting_tokens = _fitting_tokens(geometry, settings, int(room), report)
         if d.fitting_tokens:
             d.message += messages.fitting_hint(d.fitting_tokens, ceiling).replace(", or set", "; set")
+        else:
+            d.levers = _levers(geometry, settings, int(room), report)
+            d.message += "; " + messages.levers_hint(d.levers, ceiling)
         return d
 
     if mode == "warn":
@@ -104,7 +127,10 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
     if mode == "enforce" and limit is not None and limit < report.total_memory_bytes:
         d.verdict, d.reason = "deny", "undersized"
         d.fitting_tokens = _fitting_tokens(geometry, settings, limit, report)
-        d.message = messages.undersized(w, report, needed, d.fitting_tokens)
+        levers = None
+        if not d.fitting_tokens:
+            d.levers = levers = _levers(geometry, settings, limit, report)
+        d.message = messages.undersized(w, report, needed, d.fitting_tokens, levers)
         return d
 
     # mutate (and enforce where no limit is set): raise, never lower.
@@ -137,6 +163,28 @@ def _ceiling(policy: PolicySettings) -> tuple[int | None, str]:
     if not present:
         return None, ""
     return min(present)
+
+
+def _pinned(settings: EngineSettings, report: MemoryReport) -> EngineSettings:
+    """The settings with an auto-sized CPU KV cache fixed at the size the report assumed."""
+    if report.kv_cache_auto_sized and report.resolved.cpu_kv_cache_bytes:
+        return settings.model_copy(update={
+            "cpu_kvcache_space_gib": report.resolved.cpu_kv_cache_bytes / 1024**3})
+    return settings
+
+
+def _levers(geometry: ModelGeometry | None, settings: EngineSettings | None,
+            limit: int | None, report: MemoryReport) -> list[tuple[str, str]]:
+    """The single changes that fit `limit` when no --max-num-batched-tokens does (the same
+    inverse as the token hint: estimator/inverse.py)."""
+    if not (geometry and settings and limit):
+        return []
+    from ..estimator.inverse import levers_within
+
+    try:
+        return levers_within(geometry, _pinned(settings, report), limit)
+    except Exception:  # noqa: BLE001 - a hint must never break the decision
+        return []
 
 
 def _fitting_tokens(geometry: ModelGeometry | None, settings: EngineSettings | None,

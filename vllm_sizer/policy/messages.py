@@ -16,6 +16,8 @@ from ..workloads.model import Workload
 if TYPE_CHECKING:
     from .decision import ContainerDecision
 
+KV_ENV_NAME = "VLLM_CPU_KVCACHE_SPACE"
+
 
 def gi(n: int | float | None) -> str:
     """Human quantity in Gi with one decimal, rounded up so it never understates: 22.4Gi."""
@@ -38,12 +40,26 @@ def fitting_hint(tokens: int, limit: int) -> str:
     return f", or set --max-num-batched-tokens {tokens} to fit {gi(limit)}"
 
 
-def undersized(w: Workload, report: MemoryReport, needed: int, fitting: int | None) -> str:
+def levers_hint(levers: list[tuple[str, str]], limit: int) -> str:
+    """What else fits when no --max-num-batched-tokens does (the base alone is over the limit):
+    each single change at its largest fitting value."""
+    if not levers:
+        return (f"no --max-num-batched-tokens, KV cache size, LoRA rank, --max-loras or "
+                f"--max-model-len alone fits {gi(limit)}")
+    options = " or ".join(f"{what}={value}" if what.startswith("env ") else f"{what} {value}"
+                          for what, value in levers)
+    return f"no --max-num-batched-tokens fits {gi(limit)}, but {options} does"
+
+
+def undersized(w: Workload, report: MemoryReport, needed: int, fitting: int | None,
+               levers: list[tuple[str, str]] | None = None) -> str:
     msg = (f"vllm-sizer: {_who(w)}: memory limit {gi(w.limit_bytes)} is below the estimated "
            f"peak {gi(report.total_memory_bytes)} ({_terms(report)}); set resources.limits.memory "
            f"to at least {gi(needed)}")
     if fitting:
         msg += fitting_hint(fitting, w.limit_bytes or 0)
+    elif levers is not None:
+        msg += "; " + levers_hint(levers, w.limit_bytes or 0)
     return msg
 
 
@@ -85,6 +101,25 @@ def gpu_does_not_fit(w: Workload, report: MemoryReport) -> str:
     return (f"vllm-sizer: {_who(w)}: the model does not fit the GPU memory "
             f"({gi(report.device_memory_bytes)} budget per GPU); use more GPUs "
             "(--tensor-parallel-size), a smaller --max-model-len or a quantized model")
+
+
+def kv_env_unknown_why(w: Workload) -> str:
+    if KV_ENV_NAME in w.env_unknown:
+        source = "valueFrom"
+    else:
+        source = "envFrom (" + ", ".join(w.env_from) + ")"
+    return (f"{KV_ENV_NAME} may be set by {source}, so the CPU KV cache size is unknown and "
+            "vllm-sizer does not pin it; set it as a literal env value (it wins over envFrom)")
+
+
+def cannot_patch(w: Workload, report: MemoryReport | None, why: str) -> str:
+    est = f" (estimated peak {gi(report.total_memory_bytes)} as read)" if report else ""
+    return f"vllm-sizer: {_who(w)}: not sized{est}: {why}"
+
+
+def immutable_template(kind: str) -> str:
+    return (f"an existing {kind}'s pod template is immutable: vllm-sizer changes it only on "
+            "CREATE (decided as warn)")
 
 
 def cannot_size(w: Workload, why: str) -> str:

@@ -103,7 +103,8 @@ def _step(node: Any, raw: str) -> Any:
 
 
 class _PatchBuilder:
-    """RFC 6902 ops against the incoming object; creates missing parents with `add`.
+    """RFC 6902 ops against the incoming object; creates missing parents with `add`: a list
+    where the next step is an index (`containers/0`), else an object.
     The incoming object is never copied or modified (admission is a hot path): what the ops
     add is tracked by pointer."""
 
@@ -124,8 +125,9 @@ class _PatchBuilder:
             node = self.added[path] if path in self.added else _step(node, raw)
             # a list only holds integer steps; anything else must be an object
             if not (isinstance(node, dict) or (isinstance(node, list) and nxt.isdigit())):
-                self.ops.append({"op": "add", "path": path, "value": {}})
-                node = self.added[path] = {}
+                fresh: Any = [] if nxt.isdigit() else {}
+                self.ops.append({"op": "add", "path": path, "value": fresh})
+                node = self.added[path] = type(fresh)()
         current = self.added[pointer] if pointer in self.added else _step(node, parts[-1])
         if current == value:
             return
@@ -186,6 +188,9 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
         return report, geometry, None
     except EstimatorError as exc:
         return None, None, str(exc)
+    except (ArithmeticError, ValueError, TypeError, RecursionError) as exc:
+        # a config.json or a flag value beyond what the estimate can compute: said, not raised
+        return None, None, f"the estimate cannot be computed ({type(exc).__name__}: {exc})"
 
 
 def _estimate_largest(w: Workload) -> tuple[Workload, Any, ModelGeometry | None, str | None,
@@ -213,12 +218,14 @@ def _estimate_largest(w: Workload) -> tuple[Workload, Any, ModelGeometry | None,
 def review_object(obj: Any, context: ReadContext | None = None,
                   policy: PolicySettings | None = None,
                   read: Callable[..., list[Workload]] | None = None,
-                  label_pods: bool = False) -> ObjectDecision:
+                  label_pods: bool = False, operation: str = "CREATE") -> ObjectDecision:
     """Decide one object. Never raises for bad input: a non-vLLM or unreadable object gets
     verdict "allow" with no containers and no patch. `label_pods` (a CREATE) puts the
     vllm-sizer.io/sized label on the pod templates of a sized object; a mutation does so
     anyway, since it changes the template. An existing template is never labelled alone:
-    that would roll every pod."""
+    that would roll every pod. `operation` UPDATE of a kind whose pod template is immutable
+    (a Job, a Pod) is decided as warn: the API server would refuse the patch (and with it
+    a label edit or a finalizer removal)."""
     policy = policy or PolicySettings()
     if read is None:
         from ..workloads.reader import read_workloads as read
@@ -234,6 +241,10 @@ def review_object(obj: Any, context: ReadContext | None = None,
         return result
     mode, headroom, override_warnings = _object_overrides(obj, policy)
     result.warnings.extend(override_warnings)
+    if operation == "UPDATE" and _template_immutable(obj) and mode in ("mutate", "enforce"):
+        mode = "warn"
+        label_pods = False
+        result.warnings.append(messages.immutable_template(str(obj.get("kind"))))
     for w in workloads:
         pick = None
         if mode != "off" and not w.skip_reason:
@@ -268,12 +279,26 @@ def review_object(obj: Any, context: ReadContext | None = None,
     return result
 
 
+def _template_immutable(obj: dict[str, Any]) -> bool:
+    """Kinds whose pod template (containers' resources and env) cannot change after CREATE:
+    batch Job (spec.template), v1 Pod (spec.containers; resizing is a subresource)."""
+    kind, api = obj.get("kind"), str(obj.get("apiVersion", ""))
+    return (kind == "Job" and api.startswith("batch/")) or (kind == "Pod" and api == "v1")
+
+
 def _patch(obj: dict[str, Any], result: ObjectDecision,
            label_pods: bool = False) -> tuple[list[dict[str, Any]], dict[str, str]]:
     pb = _PatchBuilder(obj)
     patchable = [d for d in result.containers if d.workload.patchable]
     for d in patchable:
         w = d.workload
+        changes = (d.limit_after is not None and d.limit_after != d.limit_before) or \
+            (d.request_after is not None and d.request_after != d.request_before) or \
+            d.pin_kv_gib is not None
+        if changes and not isinstance(pb.get(w.container_path), dict):
+            # a container the object does not hold yet (an LLMInferenceService's `main`, which
+            # KServe merges by name with its config's): add it, named, once
+            pb.set(w.container_path, {"name": w.container})
         if d.limit_after is not None and d.limit_after != d.limit_before:
             pb.set(w.memory_limit_path, format_quantity(d.limit_after))
         if d.request_after is not None and d.request_after != d.request_before:

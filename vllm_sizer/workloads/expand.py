@@ -4,20 +4,34 @@ from __future__ import annotations
 
 from typing import Callable
 
+from . import limits
 
-def kube_expand(text: str, lookup: Callable[[str], str | None]) -> tuple[str, list[str]]:
+
+def kube_expand(text: str, lookup: Callable[[str], str | None],
+                cut: list[str] | None = None) -> tuple[str, list[str]]:
     """Expand `$(VAR)` the way the kubelet expands command, args and env values: `$$` is a
     literal `$`, `$(VAR)` is replaced when VAR is known and kept literally otherwise, any other
-    `$` is literal. Returns the text and the names that stayed unresolved."""
+    `$` is literal. Returns the text and the names that stayed unresolved.
+
+    Bounded (limits.py): a result longer than limits.MAX_VALUE_CHARS, or past the object's
+    budget of expanded characters, keeps the reference literally; its name is added to `cut`
+    and the budget notes it (`$(E)$(E)` chains double at every step)."""
     if "$" not in text:  # the common case: nothing to expand
         return text, []
     out: list[str] = []
     unresolved: list[str] = []
+    size = 0
     i, n = 0, len(text)
     while i < n:
-        c = text[i]
-        if c != "$" or i + 1 >= n:
-            out.append(c)
+        j = text.find("$", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        if j > i:
+            out.append(text[i:j])
+            i = j
+        if i + 1 >= n:
+            out.append("$")
             i += 1
             continue
         nxt = text[i + 1]
@@ -35,8 +49,17 @@ def kube_expand(text: str, lookup: Callable[[str], str | None]) -> tuple[str, li
             if value is None:
                 out.append(f"$({name})")
                 unresolved.append(name)
+            elif size + len(value) > limits.MAX_VALUE_CHARS or \
+                    not limits.current().take(len(value), f"$({name[:40]})"):
+                limits.current().note(f"$({name[:40]}) expands to more than "
+                                      f"{limits.MAX_VALUE_CHARS} characters (or past the "
+                                      "object's budget): left literal, its value unknown")
+                out.append(f"$({name})")
+                if cut is not None:
+                    cut.append(name)
             else:
                 out.append(value)
+                size += len(value)
             i = close + 1
         else:
             out.append("$" + nxt)

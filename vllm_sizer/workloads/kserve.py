@@ -11,7 +11,10 @@ the InferenceService defaulter), as modelled here:
 - missing cpu / memory requests and limits are filled with KServe's defaults (1 / 2Gi);
 - `{{.Name}}`, `{{.Namespace}}`, `{{.Labels.x}}`, `{{.Annotations.x}}` in the runtime's
   command/args/env are replaced; a storageUri is downloaded to /mnt/models.
-Without a runtime from the caller the stock ClusterServingRuntime for the modelFormat is used.
+Without a runtime from the caller the stock ClusterServingRuntime for the modelFormat is read,
+but the view is `patch_blocked` unless the InferenceService sets its own limits.memory: the real
+runtime's limit is unknown, and writing one could lower it. Callers pass only the runtimes of the
+InferenceService's namespace (policy/cluster.py).
 """
 
 from __future__ import annotations
@@ -276,6 +279,16 @@ def _model_view(obj: dict, meta: dict, predictor: dict, model: dict, model_key: 
     if any(f.endswith("memory") for f in filled):
         notes.append(("info", "memory " + ", ".join(f for f in filled if f.endswith("memory"))
                       + " set by neither runtime nor InferenceService: KServe's default 2Gi applies"))
+    patch_blocked = None
+    own_limit = _dict(_dict(model.get("resources")).get("limits")).get("memory")
+    if runtime is None and own_limit is None:
+        # The pod's limit is the runtime's unless the InferenceService sets one: writing one
+        # from an assumed stock runtime could lower the real runtime's (9Gi over its 40Gi).
+        patch_blocked = (f"its memory limit comes from runtime {name!r}, which vllm-sizer was "
+                         "not given (not listed in the InferenceService's namespace nor as a "
+                         "ClusterServingRuntime): set resources.limits.memory on the "
+                         "InferenceService, or let vllm-sizer read the runtime")
+        notes.append(("warning", "runtime " + repr(name) + " unknown: " + patch_blocked))
     storage = _storage_uri(model)
     hf = fmt == "huggingface" or "huggingfaceserver" in str(merged.get("image", "")) \
         or "huggingfaceserver" in " ".join(str(a) for a in _list(merged.get("command")))
@@ -287,7 +300,7 @@ def _model_view(obj: dict, meta: dict, predictor: dict, model: dict, model_key: 
         name=str(model.get("name") or rc.get("name") or "kserve-container"), container=merged,
         pod_spec=pod_spec, container_path=pointer("spec", "predictor", model_key),
         resources_path=pointer("spec", "predictor", model_key, "resources"),
-        storage_uri=storage, runtime=name, notes=notes)
+        storage_uri=storage, runtime=name, notes=notes, patch_blocked=patch_blocked)
 
 
 # ------------------------------------------------------------------ Hugging Face server args

@@ -80,6 +80,11 @@ class Workload:
     # The container's other vLLM invocations (a script's if/else branches, ...), each read
     # like this one (same container, paths and limits): the estimate sizes the largest.
     alternatives: list["Workload"] = field(default_factory=list)
+    # Why no resources may be written for this container although it is read: its effective
+    # memory limit is not known (a KServe runtime vllm-sizer cannot see, an unreadable quantity).
+    patch_blocked: str | None = None
+    env_unknown: list[str] = field(default_factory=list)  # env names set from valueFrom
+    env_from: list[str] = field(default_factory=list)  # envFrom sources: may set any name
 
 
 @dataclass

@@ -35,13 +35,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import yaml
 
 from ..estimator import catalog
 from ..estimator.names import resolve_model
 from ..estimator.versions import VllmVersion
-from . import images, kinds, platforms, vllm_flags
+from . import images, kinds, limits, platforms, vllm_flags
 from .device import detect_device
+from .execution import executes_vllm
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import (ANNOTATION_MODEL_CONFIG, ANNOTATION_SKIP, ANNOTATION_VLLM_CONFIG,
@@ -134,11 +134,16 @@ class _ObjectInfo:
         raw = annotations.get(ANNOTATION_VLLM_CONFIG)
         if raw is not None:
             try:
-                loaded = yaml.safe_load(raw)
+                loaded = limits.load_yaml(raw)
+            except limits.LimitExceeded as exc:
+                loaded = None
+                info.diagnostics.append(Diagnostic(
+                    "error", f"annotation refused: {exc}; --config contents stay unknown",
+                    ANNOTATION_VLLM_CONFIG))
             except Exception as exc:  # yaml raises many types
                 loaded = None
                 info.diagnostics.append(Diagnostic(
-                    "error", f"annotation is not valid YAML ({str(exc).splitlines()[0]}): "
+                    "error", f"annotation is not valid YAML ({(str(exc).splitlines() or ['?'])[0]}): "
                     "--config contents stay unknown", ANNOTATION_VLLM_CONFIG))
             else:
                 if isinstance(loaded, dict):
@@ -180,26 +185,37 @@ class _ObjectInfo:
 def read_workloads(obj: dict, context: ReadContext | None = None) -> list[Workload]:
     """One Workload per vLLM container of a parsed Kubernetes object; [] when the object is not
     a workload kind or runs no vLLM. Never raises."""
-    try:
-        if not isinstance(obj, dict):
-            return []
-        ctx = context if isinstance(context, ReadContext) else ReadContext()
-        views = _views(obj, ctx)
-        if not views:
-            return []
-        info = _ObjectInfo.of(obj, ctx)
-    except Exception:  # noqa: BLE001 - the reader must never raise
-        return []
-    out: list[Workload] = []
-    for view in views:
+    with limits.budget() as budget:
         try:
-            w = _read_view(info, view)
-        except Exception as exc:  # noqa: BLE001
-            w = _bare(info, view, [Diagnostic("error", f"internal error reading this container: "
-                                              f"{type(exc).__name__}: {exc}")])
-        if w is not None:
-            out.append(w)
-    return out
+            if not isinstance(obj, dict):
+                return []
+            ctx = context if isinstance(context, ReadContext) else ReadContext()
+            views = _views(obj, ctx)
+            if not views:
+                return []
+            info = _ObjectInfo.of(obj, ctx)
+        except Exception:  # noqa: BLE001 - the reader must never raise
+            return []
+        out: list[Workload] = []
+        for view in views:
+            seen = len(budget.notes)
+            try:
+                w = _read_view(info, view)
+            except Exception as exc:  # noqa: BLE001
+                w = _bare(info, view, [Diagnostic("error", f"internal error reading this "
+                                                  f"container: {type(exc).__name__}: {exc}")])
+            if w is not None and len(budget.notes) > seen:
+                w = _over_bounds(w, budget.notes[seen:])
+            if w is not None:
+                out.append(w)
+        return out
+
+
+def _over_bounds(w: Workload, notes: list[str]) -> Workload:
+    """A container whose command line was cut by an expansion bound (limits.py): its flags
+    are not known in full, so it is not sized; each cut is named."""
+    cut = [Diagnostic("error", f"{note}; not sized", container=w.container) for note in notes]
+    return dataclasses.replace(w, settings=None, diagnostics=w.diagnostics + cut)
 
 
 def _group(api_version: str) -> str:
@@ -317,12 +333,12 @@ def _locate_all(argv: list[str], env: dict[str, str], unknown: set[str], maybe_e
     """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
     command of a `sh -c` script (both branches of an if/else, each case arm, ...), in script
     order; identical invocations once."""
-    inv = find_invocation(argv)
+    inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
         return [_Located("vllm", flags, positional,
                          {**env, **_prefix_env(argv, len(argv) - len(flags))}, [])]
-    hf = _find_hf(argv)
+    hf = _find_hf(argv) if executes_vllm(argv) else None
     if hf is not None:
         return [_Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])]
     sh = find_shell(argv)
@@ -358,7 +374,13 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
     env: dict[str, str] = {}
     unknown: set[str] = set()
     diags: list[Diagnostic] = []
-    for item in _list(container.get("env")):
+    entries = _list(container.get("env"))
+    if len(entries) > limits.MAX_ENV_ENTRIES:
+        limits.current().note(f"more than {limits.MAX_ENV_ENTRIES} env entries: the values of "
+                              "the rest are unknown")
+        unknown |= {str(_dict(e).get("name")) for e in entries[limits.MAX_ENV_ENTRIES:]}
+        entries = entries[:limits.MAX_ENV_ENTRIES]
+    for item in entries:
         item = _dict(item)
         name = item.get("name")
         if not isinstance(name, str) or not name:
@@ -373,7 +395,12 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
         raw = item.get("value")
         value = "" if raw is None else (("true" if raw else "false") if isinstance(raw, bool)
                                         else str(raw))
-        value, _ = kube_expand(value, lambda n: env.get(n))
+        cut: list[str] = []
+        value, _ = kube_expand(value, lambda n: env.get(n), cut)
+        if cut:  # past the expansion bounds: the value the kubelet computes is unknown here
+            env.pop(name, None)
+            unknown.add(name)
+            continue
         env[name] = value
         unknown.discard(name)
     env_from = _list(container.get("envFrom"))
@@ -530,6 +557,11 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 
     candidates = _locate_all(argv, env, unknown, maybe_env)
     located = candidates[0] if candidates else None
+    if any(len(c.flags) > limits.MAX_ARGS or any(len(f) > limits.MAX_ARG_CHARS for f in c.flags)
+           for c in candidates):
+        limits.current().note(f"the vLLM command line has more than {limits.MAX_ARGS} "
+                              f"arguments or one longer than {limits.MAX_ARG_CHARS} characters")
+        return _bare(info, view, diags)
     extra_flags = list(view.extra_flags)
     if view.llmisvc:
         additional = env.get("VLLM_ADDITIONAL_ARGS", "").split()  # unquoted shell expansion
@@ -552,7 +584,10 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 cand.flags = [*first, *extra_flags, *cand.flags[len(first):]]
     if located is None:
         words = " ".join(argv)
-        vllm_like = bool(image and "vllm" in image.lower()) or view.runtime is not None
+        # evidence of vLLM: one of vLLM's (or KServe's) images, or a KServe runtime; a name
+        # that merely contains "vllm" (vllm-sizer itself) is none
+        vllm_like = images.is_vllm_image(image) or images.is_hf_server_image(image) \
+            or images.vendor_image(image) is not None or view.runtime is not None
         if vllm_like and re.search(r"\bray\b.*\bstart\b", words) and "--head" not in words:
             return _bare(info, view, diags, skip_reason="Ray worker without a vLLM command: "
                          "sized with the leader that runs vLLM")
@@ -566,14 +601,15 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         diags.append(Diagnostic(
             "info", f"{len(candidates)} vLLM invocations in one container (a script's "
             "branches): each is read, and the one with the largest estimate is sized"))
-    primary = _read_invocation(info, view, c, image, env, list(diags), candidates[0])
-    primary.alternatives = [_read_invocation(info, view, c, image, env, list(diags), alt)
+    primary = _read_invocation(info, view, c, image, env, list(diags), candidates[0], unknown)
+    primary.alternatives = [_read_invocation(info, view, c, image, env, list(diags), alt, unknown)
                             for alt in candidates[1:]]
     return primary
 
 
 def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str | None,
-                     env: dict[str, str], diags: list[Diagnostic], located: "_Located") -> Workload:
+                     env: dict[str, str], diags: list[Diagnostic], located: "_Located",
+                     unknown: set[str]) -> Workload:
     """One vLLM invocation of a container → a Workload (settings, model, diagnostics)."""
     for lit in dict.fromkeys(located.unresolved):
         diags.append(Diagnostic("warning", f"shell expansion {lit} has no known value (valueFrom, "
@@ -621,6 +657,13 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
     resources = _dict(c.get("resources"))
     limit = _memory(resources, "limits", diags)
     request = _memory(resources, "requests", diags)
+    patch_blocked = view.patch_blocked
+    for section in ("limits", "requests"):
+        raw_q = _dict(resources.get(section)).get("memory")
+        if raw_q is not None and (limit if section == "limits" else request) is None:
+            # an unreadable (or absurd: 1e31) quantity is not "unset": never write over it
+            patch_blocked = patch_blocked or (f"resources.{section}.memory {str(raw_q)[:40]!r} "
+                                              "is not a memory quantity vllm-sizer can read")
     if request is None and limit is not None:
         request = limit  # Kubernetes defaults a missing request to the limit
     pod_limit = _dict(_dict(view.pod_spec.get("resources")).get("limits")).get("memory")
@@ -721,7 +764,9 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
         skip_reason=info.skip_reason or skip_reason or view.skip_reason,
         effective_env=eff_env, gpu_count=dev.gpu_count, device=dev.device, vllm_version=version,
         lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime,
-        model_note=model_note, **_view_fields(view))
+        model_note=model_note, patch_blocked=patch_blocked,
+        env_unknown=sorted(unknown - set(eff_env)), env_from=_env_from_sources(c),
+        **_view_fields(view))
 
 
 def _served_names(flags: list[str]) -> list[str]:
@@ -741,16 +786,27 @@ def _served_names(flags: list[str]) -> list[str]:
     return [v for v in out if v][:8]
 
 
+def _env_from_sources(container: dict) -> list[str]:
+    out = []
+    for ef in _list(container.get("envFrom")):
+        ef = _dict(ef)
+        for key in ("configMapRef", "secretRef"):
+            ref = _dict(ef.get(key))
+            if ref:
+                out.append(f"{key} {ref.get('name', '?')}")
+    return out
+
+
 def _script_files_loader(files: dict[str, str], fallback: Callable[[str], dict | None] | None,
                          diags: list[Diagnostic]) -> Callable[[str], dict | None]:
     """--config FILE written by the container's own script (`cat > FILE <<EOF`) first."""
     def load(path: str) -> dict | None:
         if path in files:
             try:
-                loaded = yaml.safe_load(files[path])
+                loaded = limits.load_yaml(files[path])
             except Exception as exc:  # noqa: BLE001 - yaml raises many types
                 diags.append(Diagnostic("error", f"the script writes this --config file, but it "
-                                        f"is not valid YAML ({str(exc).splitlines()[0]})",
+                                        f"is not read ({(str(exc).splitlines() or ['?'])[0]})",
                                         "--config", path))
                 return None
             if isinstance(loaded, dict):

@@ -12,6 +12,10 @@ arguments after the script. Unquoted expansions are split into words as the shel
 files written with `cat > f <<EOF`, `tee f <<EOF`, `echo/printf ... > f` are remembered, so a
 `--config f` the script writes can be read.
 
+Every expansion is bounded (limits.py): a variable longer than limits.MAX_VALUE_CHARS, or past
+the object's budget of expanded characters, stays literal and unknown, with a note in the
+object's budget naming it; so are commands and assignments past their counts.
+
 A hand-written tokenizer rather than `shlex.split`: expansion must know the quoting context
 (`'$X'` is literal, `"$X"` is one word, `$X` is split), which shlex discards.
 """
@@ -23,9 +27,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from . import limits
+
 SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_PLAIN_RUN = re.compile(r"[^ \t\r\n;|()&<>\\'\"$`]+")  # ordinary word characters
+_QUOTED_RUN = re.compile(r'[^"\\$`]+')  # ordinary characters inside double quotes
 KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}",
             "time", "case", "esac", "for", "in"}
 MAX_SCRIPT = 200_000  # characters; longer scripts are read up to this point
@@ -51,9 +59,14 @@ class _Raw:
 
 
 def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
-    """(script, arguments after it: $0, $1, ...) when argv runs `sh -c SCRIPT ...`, allowing
-    wrappers before the shell (`/usr/bin/env bash -c`, `tini -- sh -c`)."""
-    for idx, tok in enumerate(argv):
+    """(script, arguments after it: $0, $1, ...) when argv runs `sh -c SCRIPT ...`, through
+    wrappers that exec their argument (`/usr/bin/env bash -c`, `tini -- sh -c`; see
+    execution.py), never a shell another program runs elsewhere (`docker run IMG sh -c`,
+    `kubectl exec POD -- sh -c`, `ssh host sh -c`)."""
+    from .execution import executes_shell
+
+    start = executes_shell(argv)
+    for idx, tok in enumerate(argv[start:], start) if start is not None else ():
         if os.path.basename(str(tok)) not in SHELLS:
             continue
         j = idx + 1
@@ -157,7 +170,16 @@ class _Tokenizer:
         return len(self.s)
 
     def _dollar(self) -> tuple[str, str, str, bool]:
-        """At a `$`: returns (kind, text, literal, is_at) where kind is set/unknown/unset/lit."""
+        """At a `$`: returns (kind, text, literal, is_at) where kind is set/unknown/unset/lit;
+        a value past the expansion bounds is returned as unknown (limits.py)."""
+        kind, value, literal, is_at = self._dollar_raw()
+        if kind == "set":
+            size = len(" ".join(self.positional[1:])) if is_at else len(value)
+            if size and not limits.current().take(size, f"shell expansion {literal[:40]}"):
+                return "unknown", "", literal, False
+        return kind, value, literal, is_at
+
+    def _dollar_raw(self) -> tuple[str, str, str, bool]:
         s, i = self.s, self.i
         nxt = s[i + 1] if i + 1 < len(s) else ""
         if nxt == "(":
@@ -237,6 +259,7 @@ class _Tokenizer:
         redirect: tuple[str, bool] | None = None  # (file, append) of this command's stdout
         pending: list[tuple[str, bool, bool]] = []  # here-documents: (delimiter, <<-, expand)
         conditional = False  # this command follows `&&`, `||` or `|`
+        budget = limits.current()
 
         def end_word() -> None:
             nonlocal cur, have, drop_next, capture, redirect
@@ -246,8 +269,10 @@ class _Tokenizer:
                     capture = None
                 elif drop_next:
                     drop_next = False
-                else:
+                elif len(words) <= limits.MAX_ARGS:  # one more: the reader sees the excess
                     words.append("".join(cur))
+                else:
+                    budget.note(f"a command with more than {limits.MAX_ARGS} words: cut")
             cur, have = [], False
 
         def add_split(value: str) -> None:
@@ -310,6 +335,8 @@ class _Tokenizer:
                 self.i += 2 if logical else 1
                 heredoc = self._read_heredocs(pending) if c == "\n" and pending else None
                 if words:
+                    if not budget.take_command():
+                        return
                     yield _Raw(words, unresolved, conditional, heredoc, redirect)
                 # the command after `&&` / `||` may not run; one after `|` runs in a subshell
                 conditional = logical or c == "|"
@@ -385,8 +412,9 @@ class _Tokenizer:
                         unresolved.append(literal)
                         self.i = end + 1
                     else:
-                        cur.append(ch)
-                        self.i += 1
+                        m = _QUOTED_RUN.match(s, self.i)
+                        cur.append(m.group(0))
+                        self.i = m.end()
                 self.i += 1
             elif c == "$":
                 expansion(quoted=False)
@@ -399,12 +427,17 @@ class _Tokenizer:
                 unresolved.append(literal)
                 self.i = end + 1
             else:
-                cur.append(c)
+                m = _PLAIN_RUN.match(s, self.i)
+                if m is None:  # a character the branches above did not take
+                    cur.append(c)
+                    self.i += 1
+                else:
+                    cur.append(m.group(0))
+                    self.i = m.end()
                 have = True
-                self.i += 1
         end_word()
         heredoc = self._read_heredocs(pending) if pending else None
-        if words:
+        if words and budget.take_command():
             yield _Raw(words, unresolved, conditional, heredoc, redirect)
 
     def words_only(self) -> list[str]:
@@ -419,11 +452,29 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
     """The simple commands of a script, each with the exported environment it runs with.
     `env`: literal container env; `unknown`: names set from valueFrom (value unknown);
     `maybe_env`: envFrom present, so any other name may be set too."""
+    with limits.budget():
+        return _run_script(script, env, unknown, maybe_env, positional)
+
+
+def _run_script(script: str, env: dict[str, str], unknown: set[str] | None,
+                maybe_env: bool, positional: list[str] | None) -> list[Command]:
     vars_ = dict(env)
     exported = dict(env)
     tok = _Tokenizer(script, vars_, set(unknown or ()), maybe_env, list(positional or ["sh"]))
     out: list[Command] = []
     files: dict[str, str] = {}
+    budget = limits.current()
+    snapshot: dict[str, str] | None = None
+    files_snapshot: dict[str, str] | None = None
+    changed = files_changed = False
+
+    def _forget(name: str) -> None:  # a value past the bounds: unknown from here on
+        nonlocal changed
+        vars_.pop(name, None)
+        if exported.pop(name, None) is not None:
+            changed = True
+        tok.unknown.add(name)
+
     depth = 0  # inside if / while / until / for / case: assignments may not happen
     for raw in tok.commands():
         words, unresolved, after_logical = raw.words, raw.unresolved, raw.conditional
@@ -450,36 +501,53 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
             if skip_assign:
                 continue
             for name, value in prefix.items():
+                if not budget.take_assignment(name, value):
+                    _forget(name)
+                    continue
                 vars_[name] = value
                 tok.unknown.discard(name)
                 if name in exported:
                     exported[name] = value
+                    changed = True
             continue
         cmd = ws[k:]
-        _record_file(cmd, raw, files)
         if cmd[0] == "export" or (cmd[0] in ("declare", "typeset") and "-x" in cmd[1:]):
             if skip_assign:
                 continue
             for arg in cmd[1:]:
                 m = _ASSIGN_RE.match(arg)
                 if m:
+                    if not budget.take_assignment(m.group(1), m.group(2)):
+                        _forget(m.group(1))
+                        continue
                     vars_[m.group(1)] = m.group(2)
                     exported[m.group(1)] = m.group(2)
                     tok.unknown.discard(m.group(1))
                 elif _NAME_RE.fullmatch(arg) and arg in vars_:
                     exported[arg] = vars_[arg]
+                changed = True
             continue
         if cmd[0] == "unset":
             for arg in cmd[1:]:
                 vars_.pop(arg, None)
                 exported.pop(arg, None)
+            changed = True
             continue
-        out.append(Command(words=cmd, env={**exported, **prefix}, unresolved=list(unresolved),
-                           files=dict(files)))
+        if prefix and any(not budget.take_assignment(k, v) for k, v in prefix.items()):
+            prefix = {k: v for k, v in prefix.items() if len(v) <= limits.MAX_VALUE_CHARS}
+        files_changed = _record_file(cmd, raw, files) or files_changed
+        # commands share one snapshot of the environment (and of the files) until it changes:
+        # a long script costs one copy per change, not one per command
+        if changed or snapshot is None:
+            snapshot, changed = dict(exported), False
+        if files_changed or files_snapshot is None:
+            files_snapshot, files_changed = dict(files), False
+        out.append(Command(words=cmd, env={**snapshot, **prefix} if prefix else snapshot,
+                           unresolved=list(unresolved), files=files_snapshot))
     return out
 
 
-def _record_file(cmd: list[str], raw: _Raw, files: dict[str, str]) -> None:
+def _record_file(cmd: list[str], raw: _Raw, files: dict[str, str]) -> bool:
     """Files a script writes with `cat > f <<EOF`, `tee f <<EOF`, `echo/printf ... > f`."""
     target, append = raw.redirect if raw.redirect else (None, False)
     content: str | None = None
@@ -499,4 +567,12 @@ def _record_file(cmd: list[str], raw: _Raw, files: dict[str, str]) -> None:
     elif cmd[0] == "printf" and target and len(cmd) > 1:
         content = cmd[1].replace("\\n", "\n")
     if target and content is not None:
-        files[target] = (files.get(target, "") if append else "") + content
+        text = (files.get(target, "") if append else "") + content
+        if len(text) > limits.MAX_VALUE_CHARS:
+            limits.current().note(f"the script writes more than {limits.MAX_VALUE_CHARS} "
+                                  f"characters to {target[:80]}: its contents are unknown")
+            files.pop(target, None)
+            return True
+        files[target] = text
+        return True
+    return False

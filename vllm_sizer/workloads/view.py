@@ -31,3 +31,4 @@ class ContainerView:
     request_path: str | None = None
     env_path: str | None = None  # the container's env list, when not container_path + /env
     bare: bool = False  # no container to read: a Workload that only carries notes/skip_reason
+    patch_blocked: str | None = None  # the effective memory limit is not known (Workload)

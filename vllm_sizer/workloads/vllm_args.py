@@ -131,6 +131,8 @@ def parse_token_count(raw: str) -> int:
     m = _TOKENS_RE.match(raw)
     if not m:
         raise ValueError("not a token count (digits with an optional k/K/m/M/g/G suffix)")
+    if len(m[1]) > 20:  # float() of hundreds of digits is inf: refuse before converting
+        raise ValueError("out of range")
     value = float(m[1]) * _SUFFIX[m[2]]
     if value != int(value):
         raise ValueError("not a whole number")

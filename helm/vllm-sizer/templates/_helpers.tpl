@@ -133,6 +133,8 @@ Settings shared by both roles, as the VLLM_SIZER_* variables OperatorSettings.fr
 - name: VLLM_SIZER_MODEL_CONFIGS_NAMESPACE
   value: {{ .Values.modelConfigs.namespace | quote }}
 {{- end }}
+- name: VLLM_SIZER_MODEL_CONFIGS_TRUSTED_NAMESPACE
+  value: {{ .Values.modelConfigs.trustedNamespace | default .Values.modelConfigs.namespace | default .Release.Namespace | quote }}
 - name: VLLM_SIZER_MODEL_CONFIGS_TTL_SECONDS
   value: {{ .Values.modelConfigs.ttlSeconds | toString | quote }}
 - name: VLLM_SIZER_HUB_FETCH

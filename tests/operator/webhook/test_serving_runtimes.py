@@ -47,7 +47,8 @@ def limit_after(admission: Admission) -> str | None:
 def test_runtime_args_from_the_cluster_size_the_isvc():
     runtimes = FixedRuntimes(([RUNTIME], []))
     asyncio.run(runtimes.refresh())
-    assert set(runtimes.serving_runtimes) == {"vllm-cpu-lora"}
+    assert set(runtimes.serving_runtimes) == {"llm"}  # by namespace, then name
+    assert set(runtimes.serving_runtimes["llm"]) == {"vllm-cpu-lora"}
     with_runtime = limit_after(Admission(OperatorSettings(), runtimes=runtimes))
     without = limit_after(Admission(OperatorSettings()))
     # the runtime's LoRA flags (rank 256 at 2394 tokens) need a far larger limit
@@ -60,11 +61,11 @@ def test_refresh_updates_in_place_and_keeps_view_on_failure():
     runtimes = FixedRuntimes(([RUNTIME], []))
     view = runtimes.serving_runtimes
     asyncio.run(runtimes.refresh())
-    assert view is runtimes.serving_runtimes and "vllm-cpu-lora" in view
+    assert view is runtimes.serving_runtimes and "vllm-cpu-lora" in view["llm"]
     runtimes.listed = RuntimeError("API down")
 
     def boom(timeout):
         raise RuntimeError("API down")
     runtimes._list_sync = boom
     asyncio.run(runtimes.refresh())
-    assert "vllm-cpu-lora" in view  # previous view kept
+    assert "vllm-cpu-lora" in view["llm"]  # previous view kept

@@ -31,7 +31,7 @@ from typing import Any, Callable
 from ...policy import messages
 from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object, sized_label_patch
 from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
-from ..model_configs import ModelConfigLookup, NoLookup
+from ..model_configs import ModelConfigLookup, NoLookup, namespaced
 from ..settings import LAST_OOM_ANNOTATION, SERVED_RESOURCES, SIZED_LABEL, OperatorSettings
 from .kube import JSON_PATCH, ApiError, KubeApi, resource_path
 
@@ -227,13 +227,17 @@ class Sizer:
             return False
 
     async def context_for(self, obj: dict[str, Any], workloads: list[Workload]) -> ReadContext:
+        """Model configs of the object's namespace then the trusted one; ServingRuntimes of its
+        namespace and the ClusterServingRuntimes (policy/cluster.py)."""
+        ns = (obj.get("metadata") or {}).get("namespace")
+        get, load = namespaced(self.lookup)
         for w in workloads:
             if w.model_config is None and w.model and not w.skip_reason:
                 try:
-                    await self.lookup.load(w.model)
+                    await load(w.model, ns)
                 except Exception as exc:  # noqa: BLE001 - lookups are best effort
                     log.warning("model config lookup for %s failed: %s", w.model, exc)
-        ctx = ReadContext(model_resolver=self.lookup.get)
+        ctx = ReadContext(model_resolver=lambda model: get(model, ns))
         if obj.get("kind") == "InferenceService":
             await self._serving_runtimes(obj, ctx)
         return ctx
@@ -268,7 +272,7 @@ class Sizer:
 
         result: SizeResult | None = None
         if self.settings.patch_existing:
-            decision = review_object(obj, ctx, self.policy, read=self.read)
+            decision = review_object(obj, ctx, self.policy, read=self.read, operation="UPDATE")
             if decision.verdict == "mutate":
                 result = await self._patch_template(obj, decision, ctx)
         if result is None:

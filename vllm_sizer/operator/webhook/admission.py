@@ -34,7 +34,7 @@ from ...policy.review import ObjectDecision, review_object
 from ...policy.settings import PolicySettings
 from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
 from .. import metrics
-from ..model_configs import ModelConfigLookup
+from ..model_configs import ModelConfigLookup, namespaced
 from ..settings import SERVED_RESOURCES, OperatorSettings
 
 try:  # ~5x faster than the stdlib on 3-5 KB reviews
@@ -233,18 +233,18 @@ class Admission:
     def __init__(self, settings: OperatorSettings, lookup: ModelConfigLookup | None = None,
                  limit_range_max: LimitRangeMax | None = None, *, read: Reader | None = None,
                  runtimes: Any = None):
-        """`runtimes` (optional) has `serving_runtimes` and `cluster_serving_runtimes` dicts kept
-        current in place by a background listing (operator.model_configs.ClusterServingRuntimes)."""
+        """`runtimes` (optional) has `serving_runtimes` ({namespace: {name: object}}) and
+        `cluster_serving_runtimes` ({name: object}) kept current in place by a background listing
+        (operator.cluster_listings.ClusterServingRuntimes). A review sees only its own
+        namespace's runtimes and model configs (policy/cluster.py)."""
         self.settings = settings
         self.lookup = lookup
         self.limit_range_max = limit_range_max
         if read is None:
             from ...workloads.reader import read_workloads as read
         self._read = read
-        self._context = ReadContext(model_resolver=lookup.get if lookup is not None else None)
-        if runtimes is not None:
-            self._context.serving_runtimes = runtimes.serving_runtimes
-            self._context.cluster_serving_runtimes = runtimes.cluster_serving_runtimes
+        self._runtimes = runtimes
+        self._get, self._load_one = namespaced(lookup) if lookup is not None else (None, None)
         self._policies: dict[int | None, PolicySettings] = {}
         self._inflight: dict[str, tuple[asyncio.Future[Any], float]] = {}
 
@@ -298,36 +298,50 @@ class Admission:
 
     async def _decide(self, route: str, req: AdmissionRequest) -> tuple[dict[str, Any], str]:
         obj: dict[str, Any] = req.object
-        workloads = self._read(obj, self._context)
+        ns = req.namespace or _meta_namespace(obj)
+        context = self._context_for(ns)
+        workloads = self._read(obj, context)
         if not workloads:  # not vLLM: the fast path
             return allow(req.uid), "allow"
-        ns = req.namespace or _meta_namespace(obj)
         extra: list[str] = []
         problem: _LookupProblem | None = None
         missing = self._missing_models(obj, workloads)
         if missing and self.lookup is not None:
-            loaded, problem = await self._load(missing)
+            loaded, problem = await self._load(missing, ns)
             if problem is not None:
                 if self.settings.fail_closed:
                     return deny(req.uid, problem.message + "; the policy is fail-closed", 500), "error"
                 extra.append(problem.message + ": admitted without it")
             if loaded:
-                get = self.lookup.get
-
-                def resolve(model: str) -> dict[str, Any] | None:
-                    return loaded.get(model) or get(model)
-                workloads = self._read(obj, ReadContext(
-                    model_resolver=resolve, serving_runtimes=self._context.serving_runtimes,
-                    cluster_serving_runtimes=self._context.cluster_serving_runtimes))
+                context = self._context_for(ns, loaded)
+                workloads = self._read(obj, context)
         if ns is not None:
             for w in workloads:
                 if w.namespace is None:  # CREATE without metadata.namespace: name it in messages
                     w.namespace = ns
-        decision = review_object(obj, self._context, self._policy(ns), read=lambda _o, _c: workloads,
-                                 label_pods=req.operation == "CREATE")
+        decision = review_object(obj, context, self._policy(ns), read=lambda _o, _c: workloads,
+                                 label_pods=req.operation == "CREATE", operation=req.operation)
         if route == VALIDATE:
             self._count_failures(decision, problem)
         return answer_for(route, req.uid, decision, extra), decision.verdict
+
+    def _context_for(self, ns: str | None,
+                     loaded: dict[str, dict[str, Any]] | None = None) -> ReadContext:
+        """The reader's context for an object in `ns`: that namespace's ServingRuntimes, the
+        ClusterServingRuntimes, model configs of `ns` then the trusted namespace."""
+        serving: dict[str, Any] = {}
+        cluster: dict[str, Any] = {}
+        if self._runtimes is not None:
+            serving = self._runtimes.serving_runtimes.get(ns or "", {})
+            cluster = self._runtimes.cluster_serving_runtimes
+        get = self._get
+
+        def resolve(model: str) -> dict[str, Any] | None:
+            if loaded and model in loaded:
+                return loaded[model]
+            return get(model, ns) if get is not None else None
+        return ReadContext(serving_runtimes=serving, cluster_serving_runtimes=cluster,
+                           model_resolver=resolve if get is not None or loaded else None)
 
     def _missing_models(self, obj: dict[str, Any], workloads: list[Workload]) -> list[str]:
         if self.settings.mode == "off":
@@ -340,22 +354,23 @@ class Admission:
                                   if w.model_config is None and w.model and w.settings is not None
                                   and not w.skip_reason))
 
-    def _load_task(self, model: str) -> asyncio.Future[Any]:
+    def _load_task(self, model: str, ns: str | None = None) -> asyncio.Future[Any]:
         """One in-flight `lookup.load` per model, shared by concurrent reviews (a burst of applies
         for one model makes one outbound call). A load still running after 4 × the timeout is
         cancelled and started afresh by the next review that needs it."""
-        assert self.lookup is not None
+        assert self.lookup is not None and self._load_one is not None
         now = time.monotonic()
-        entry = self._inflight.get(model)
+        key = f"{ns or ''}\0{model}"
+        entry = self._inflight.get(key)
         if entry is not None:
             task, started = entry
             if not task.done() and now - started <= 4 * self.settings.lookup_timeout_seconds:
                 return task
             task.cancel()
-        task = asyncio.ensure_future(self.lookup.load(model))
-        self._inflight[model] = (task, now)
+        task = asyncio.ensure_future(self._load_one(model, ns))
+        self._inflight[key] = (task, now)
 
-        def forget(t: asyncio.Future[Any], m: str = model) -> None:
+        def forget(t: asyncio.Future[Any], m: str = key) -> None:
             if self._inflight.get(m, (None,))[0] is t:
                 del self._inflight[m]
             if not t.cancelled():
@@ -363,9 +378,10 @@ class Admission:
         task.add_done_callback(forget)
         return task
 
-    async def _load(self, models: list[str]) -> tuple[dict[str, dict[str, Any]], _LookupProblem | None]:
+    async def _load(self, models: list[str], ns: str | None = None
+                    ) -> tuple[dict[str, dict[str, Any]], _LookupProblem | None]:
         timeout = self.settings.lookup_timeout_seconds
-        tasks = {self._load_task(m): m for m in models}
+        tasks = {self._load_task(m, ns): m for m in models}
         # asyncio.wait, not wait_for: a timeout leaves the shared load running for the others
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         loaded: dict[str, dict[str, Any]] = {}

@@ -1,0 +1,208 @@
+"""Hard bounds on everything the reader expands, so a hostile manifest costs a bounded time and
+memory per review (webhook and `check` alike).
+
+What is bounded, and what happens past the bound (always with a diagnostic naming what was cut,
+never a guessed value):
+- a shell variable's value (`X="$X$X"`) and the characters all shell expansions of one object
+  produce: past the bound the expansion is left literal (unknown), as for a `valueFrom` value;
+- the kubelet's `$(VAR)` expansion of one env value or argument: past the bound the variable's
+  value is unknown (env) or the reference stays literal (command/args);
+- the simple commands and variables of one script;
+- the number and length of a container's command-line arguments: past the bound the container
+  cannot be sized (its flags cannot be read in full; later flags win in argparse);
+- YAML (the `vllm-sizer.io/vllm-config` annotation, a script-written `--config`, `check` input):
+  aliases, the size a document has once its aliases are expanded, and nesting depth, measured
+  on the composed node graph before anything is constructed (`load_yaml` / `load_all_yaml`).
+
+The numbers are assumed (no published manifest comes near them): a real vLLM command line is
+well under 100 arguments of under 4 KiB (a `--lora-modules` JSON list can reach a few KiB), and
+a real `--config` file under a thousand nodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import yaml
+
+# assumed bounds (see the module docstring)
+MAX_VALUE_CHARS = 64 * 1024  # one shell variable / one $(VAR) expansion result
+MAX_EXPANDED_CHARS = 1024 * 1024  # all expansions of one object together
+MAX_COMMANDS = 1024  # simple commands of all the scripts of one object
+MAX_ASSIGNMENTS = 512  # shell assignments / exports of all the scripts of one object
+MAX_ENV_ENTRIES = 512  # env entries of one container read (the rest: values unknown)
+MAX_ARGS = 4096  # command + args words of one container, after expansion
+MAX_ARG_CHARS = 64 * 1024  # one word of the command line
+MAX_YAML_ALIASES = 64  # alias uses in an annotation / script-written --config
+MAX_YAML_NODES = 100_000  # nodes of an annotation / --config once aliases are expanded
+MAX_YAML_DEPTH = 64
+MAX_DOC_ALIASES = 1_000  # `check` input: one document
+MAX_DOC_NODES = 2_000_000
+MAX_DOC_DEPTH = 200
+
+
+class LimitExceeded(ValueError):
+    """An input beyond one of the bounds above; the message names what was cut."""
+
+
+@dataclass
+class Budget:
+    """The expansion budget of one object: characters produced, and the notes of what was cut
+    (deduplicated, in order)."""
+
+    max_chars: int = MAX_EXPANDED_CHARS
+    used: int = 0
+    commands: int = 0
+    assignments: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes and len(self.notes) < 50:
+            self.notes.append(text)
+
+    def take(self, n: int, what: str) -> bool:
+        """Spend n characters on `what`; False (and a note) when the budget cannot pay."""
+        if n > MAX_VALUE_CHARS:
+            self.note(f"{what} expands to more than {MAX_VALUE_CHARS} characters: not expanded "
+                      "(left literal, its value unknown)")
+            return False
+        if self.used + n > self.max_chars:
+            self.note(f"{what}: the expansions of this object exceed {self.max_chars} characters "
+                      "in all: not expanded (left literal, its value unknown)")
+            return False
+        self.used += n
+        return True
+
+    def take_command(self) -> bool:
+        self.commands += 1
+        if self.commands > MAX_COMMANDS:
+            self.note(f"scripts with more than {MAX_COMMANDS} commands: the rest is not read")
+            return False
+        return True
+
+    def take_assignment(self, name: str, value: str) -> bool:
+        self.assignments += 1
+        if len(value) > MAX_VALUE_CHARS:
+            self.note(f"shell variable {name} is assigned more than {MAX_VALUE_CHARS} "
+                      "characters: its value is unknown")
+            return False
+        if self.assignments > MAX_ASSIGNMENTS:
+            self.note(f"scripts with more than {MAX_ASSIGNMENTS} variable assignments: later "
+                      "values are unknown")
+            return False
+        return True
+
+
+_BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("vllm_sizer_budget",
+                                                                      default=None)
+
+
+def current() -> Budget:
+    """The budget of the object being read, or a fresh one for a call outside `budget()`."""
+    b = _BUDGET.get()
+    return b if b is not None else Budget()
+
+
+@contextlib.contextmanager
+def budget() -> Iterator[Budget]:
+    """One budget for everything expanded inside the block (nested blocks share the outer)."""
+    outer = _BUDGET.get()
+    if outer is not None:
+        yield outer
+        return
+    b = Budget()
+    token = _BUDGET.set(b)
+    try:
+        yield b
+    finally:
+        _BUDGET.reset(token)
+
+
+# ---------------------------------------------------------------------------------- YAML
+def _safe_loader() -> type:
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _measure(root: yaml.Node, max_nodes: int, max_depth: int) -> None:
+    """Expanded size (every alias counted as the whole subtree it stands for) and depth of a
+    composed node graph, in time linear in its distinct nodes; raises LimitExceeded."""
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            kids = _children(node)
+            s = 1 + sum(size[id(k)] for k in kids)
+            d = 1 + max((depth[id(k)] for k in kids), default=0)
+            if s > max_nodes:
+                raise LimitExceeded(f"YAML expands to more than {max_nodes} nodes (aliases): "
+                                    "not read")
+            if d > max_depth:
+                raise LimitExceeded(f"YAML nests deeper than {max_depth} levels: not read")
+            size[key], depth[key] = s, d
+            continue
+        if key in size:
+            continue
+        if key in on_path:  # a recursive alias (`&a [*a]`)
+            raise LimitExceeded("YAML holds a recursive alias: not read")
+        on_path.add(key)
+        stack.append((node, True))
+        if len(on_path) > max_depth:
+            raise LimitExceeded(f"YAML nests deeper than {max_depth} levels: not read")
+        for k in _children(node):
+            if id(k) not in size:
+                stack.append((k, False))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def load_all_yaml(text: str, *, max_aliases: int = MAX_DOC_ALIASES,
+                  max_nodes: int = MAX_DOC_NODES, max_depth: int = MAX_DOC_DEPTH
+                  ) -> Iterator[Any]:
+    """yaml.safe_load_all with bounds: each document is composed, measured (aliases, expanded
+    nodes, depth), then constructed. Raises LimitExceeded or yaml.YAMLError for the document
+    that fails; documents before it have been yielded."""
+    if "*" in text:  # alias uses, counted on the event stream before composing anything
+        aliases = 0
+        for event in yaml.parse(text, Loader=_safe_loader()):
+            if isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > max_aliases:
+                    raise LimitExceeded(f"YAML uses more than {max_aliases} aliases: not read")
+    loader = _safe_loader()(text)
+    try:
+        while loader.check_node():
+            try:
+                node = loader.get_node()
+            except RecursionError:
+                raise LimitExceeded(f"YAML nests deeper than {max_depth} levels: not read") \
+                    from None
+            if node is None:
+                continue
+            _measure(node, max_nodes, max_depth)
+            yield loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def load_yaml(text: str, *, max_aliases: int = MAX_YAML_ALIASES,
+              max_nodes: int = MAX_YAML_NODES, max_depth: int = MAX_YAML_DEPTH) -> Any:
+    """yaml.safe_load with the bounds of a small embedded document (an annotation, a
+    script-written --config): the first document, or None."""
+    for doc in load_all_yaml(text, max_aliases=max_aliases, max_nodes=max_nodes,
+                             max_depth=max_depth):
+        return doc
+    return None
