@@ -1,0 +1,215 @@
+"""Device memory of one GPU as vLLM's startup profiler accounts it (docs/research/gpu-memory.md).
+
+vLLM sizes the KV cache as  total × gpu_memory_utilization − (weights + non-torch increase +
+torch activation peak of the profile run) [− the CUDA-graph estimate where it is subtracted].
+Every term below is a mechanism read from vLLM's source per version; the constants it needs
+(bytes per sampler element, forward-pass factor, non-torch per TP, graph pool, CUDA context)
+come from data/gpu_evidence.json, fitted on the rows marked "fit" only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import constants as C
+from .geometry import ModelGeometry, Quantization, QUANT_BYTES_PER_PARAM
+from .units import GiB
+from .versions import VllmVersion
+
+# The sampler warm-up samples one row per request: min(max_num_batched_tokens, max_num_seqs)
+# rows (0.11.0:vllm/v1/worker/gpu_model_runner.py:2977-2980, 3179-3180).
+
+
+def sampler_path(version: VllmVersion) -> str:
+    """Which top-k/top-p implementation the dummy sampler run takes on CUDA.
+    ≤ 0.16: a full-vocab torch.sort (0.16.0:vllm/v1/sample/ops/topk_topp_sampler.py);
+    ≥ 0.17: a Triton top-k/top-p kernel for batches ≥ 8 (0.17.0: same file, apply_top_k_top_p)."""
+    return "triton" if version.at_least(0, 17) else "sort"
+
+
+def sampler_fp32_copies(version: VllmVersion) -> C.Constant:
+    return C.GPU_SAMPLER_FP32_COPIES_TRITON if sampler_path(version) == "triton" \
+        else C.GPU_SAMPLER_FP32_COPIES_SORT
+
+
+def sampler_rows(max_num_seqs: int, max_num_batched_tokens: int) -> int:
+    return max(1, min(max_num_seqs, max_num_batched_tokens))
+
+
+def sampler_bytes(g: ModelGeometry, version: VllmVersion, dtype_bytes: float,
+                  max_num_seqs: int, max_num_batched_tokens: int) -> int:
+    """Peak of the dummy sampler run: logits [rows, vocab] in the model dtype (compute_logits)
+    plus K fp32 copies of that shape (logits.to(float32), sort values/indices or Triton
+    buffers, softmax probs, exponential noise). The vocab is NOT split by TP: logits are
+    gathered on every rank."""
+    rows = sampler_rows(max_num_seqs, max_num_batched_tokens)
+    k = sampler_fp32_copies(version).value
+    return int(rows * g.vocab_size * (dtype_bytes + 4 * k))
+
+
+def forward_elements_per_token(g: ModelGeometry, tp: int) -> float:
+    """Live elements per token of one decoder layer in the dummy forward pass, per TP rank:
+    residual, normed input and two more hidden-wide tensors (not split by TP), the qkv output,
+    the MLP's gate_up output [2·inter] and its activation [inter] (split by TP). For MoE, the
+    fused-MoE intermediate caches hold top_k × (2·N + N) per token plus top_k × hidden."""
+    inter = g.intermediate_size / tp
+    mlp = (3 if g.gated_mlp else 2) * inter
+    if g.moe:
+        e = g.moe
+        moe = e.experts_per_token * (3 * e.expert_intermediate_size / tp + g.hidden_size)
+        if e.shared_intermediate_size:
+            moe += 3 * e.shared_intermediate_size / tp
+        dense = mlp if e.num_moe_layers < g.num_layers else 0
+        mlp = max(dense, moe)
+    return 4 * g.hidden_size + (g.q_width + 2 * g.kv_width) / tp + mlp
+
+
+def forward_bytes(g: ModelGeometry, dtype_bytes: float, tokens: int, tp: int) -> int:
+    return int(C.GPU_FORWARD_FACTOR.value * tokens * forward_elements_per_token(g, tp)
+               * dtype_bytes)
+
+
+def activation_peak(g: ModelGeometry, version: VllmVersion, dtype_bytes: float, tokens: int,
+                    max_num_seqs: int, tp: int, pp: int, rank: str = "last") -> int:
+    """torch peak increase of profile_run on one rank: the forward pass of
+    max_num_batched_tokens, then (last PP stage only) the sampler over max_num_seqs rows while
+    the [tokens, hidden] hidden states are still referenced (0.11.0:gpu_model_runner.py:3389-3400)."""
+    fwd = forward_bytes(g, dtype_bytes, tokens, tp)
+    if pp > 1 and rank != "last":
+        return fwd
+    samp = sampler_bytes(g, version, dtype_bytes, max_num_seqs, tokens) \
+        + int(tokens * g.hidden_size * dtype_bytes)
+    return max(fwd, samp)
+
+
+def served_geometry(g: ModelGeometry, quantization: str | None) -> ModelGeometry:
+    """--quantization fp8 on an unquantized checkpoint quantizes linear layers at load time
+    (vLLM logs the post-quantization size)."""
+    q = (quantization or "").lower()
+    if g.quantization or q not in ("fp8",):
+        return g
+    return g.model_copy(update={"quantization": Quantization(
+        method=q, bytes_per_param=QUANT_BYTES_PER_PARAM[q])})
+
+
+def weights_per_rank(g: ModelGeometry, dtype_bytes: float, tp: int, pp: int,
+                     rank: str = "max") -> int:
+    """Weights one GPU holds: everything sharded by TP (vocab-parallel embedding and lm_head
+    included); with PP, a stage holds ceil(layers/pp) decoder layers plus the embedding (first
+    stage) or the lm_head and final norm (last stage), vision tower on the first stage."""
+    total = g.weight_bytes(dtype_bytes)
+    if pp == 1:
+        return int(total / tp)
+    table = g.vocab_size * g.hidden_size * dtype_bytes
+    tables = table * (1 if g.tie_word_embeddings else 2)
+    vision = g.vision_parameters * dtype_bytes
+    layers = max(total - tables - vision, 0)
+    per_stage = layers * math.ceil(g.num_layers / pp) / g.num_layers
+    first = per_stage + table + vision
+    last = per_stage + table
+    w = {"first": first, "last": last}.get(rank, max(first, last))
+    return int(w / tp)
+
+
+def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int,
+                                pp: int) -> float:
+    """KV bytes one rank stores per token: its stage's layers, its share of the KV heads
+    (heads are replicated when TP > kv_heads; MLA's latent is not split by TP)."""
+    layers = math.ceil(g.num_layers / pp)
+    if g.mla:
+        per_layer = g.mla.kv_lora_rank + g.mla.qk_rope_head_dim
+    else:
+        per_layer = 2 * g.head_dim * max(g.num_kv_heads / tp, 1)
+    return layers * per_layer * kv_dtype_bytes
+
+
+def _by_version(table: tuple[tuple[tuple[int, ...], float, float, str], ...],
+                version: VllmVersion, tp: int) -> tuple[float, str]:
+    for since, tp1, tpn, why in table:
+        if version.at_least(*since):
+            return (tp1 if tp == 1 else tpn), why
+    return table[-1][1 if tp == 1 else 2], table[-1][3]
+
+
+def non_torch_bytes(version: VllmVersion, tp: int) -> tuple[int, str]:
+    """non_torch_increase per GPU (cuBLAS/NCCL workspaces, custom all-reduce buffers) from the
+    init snapshot to after the profile run (0.11.0:vllm/utils/__init__.py:2854)."""
+    v, why = _by_version(C.GPU_NON_TORCH_TABLE, version, tp)
+    return int(v * GiB), why
+
+
+def context_bytes(world: int) -> int:
+    """CUDA context + NCCL memory already used when vLLM takes its init snapshot: outside the
+    gpu_memory_utilization budget, but vLLM refuses to start when free memory then is below
+    total × utilization (0.11.0:vllm/v1/worker/gpu_worker.py:183-195)."""
+    c = C.GPU_CONTEXT_TP1 if world == 1 else C.GPU_CONTEXT_TPN
+    return int(c.value * GiB)
+
+
+def graphs_inside_budget(version: VllmVersion) -> bool:
+    """Up to 0.19 the CUDA-graph pool is captured after the KV cache and is NOT subtracted
+    (0.19.0:vllm/v1/worker/gpu_worker.py:395-399: only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1);
+    from 0.20 it is estimated and subtracted by default (not read from a wheel here: assumed)."""
+    return version.at_least(0, 20)
+
+
+@dataclass
+class DeviceSide:
+    weights: int
+    activation: int
+    non_torch: int
+    graphs: int
+    context: int
+    lora: int
+    budget: int | None
+    kv: int | None
+    one_seq_kv: int
+    per_token_kv: float
+    fits: bool | None
+    starts: bool | None
+    notes: list[str]
+    non_torch_source: str
+
+
+def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
+                kv_dtype_bytes: float, tokens: int, max_num_seqs: int, max_model_len: int,
+                tp: int, pp: int, util: float, gpu_memory_bytes: int | None,
+                enforce_eager: bool, cpu_offload_bytes: float = 0, lora_bytes: int = 0,
+                kv_cache_memory_bytes: int | None = None) -> DeviceSide:
+    """The worst rank of one engine (the last PP stage: it holds the lm_head and runs the
+    sampler)."""
+    notes: list[str] = []
+    w = max(weights_per_rank(g, dtype_bytes, tp, pp, "max") - cpu_offload_bytes, 0)
+    act = activation_peak(g, version, dtype_bytes, tokens, max_num_seqs, tp, pp, "last")
+    nt, nt_why = non_torch_bytes(version, tp)
+    graphs = 0 if enforce_eager else int(C.GPU_CUDA_GRAPH_POOL.value * GiB)
+    ctx = context_bytes(tp * pp)
+    per_tok = kv_bytes_per_token_per_rank(g, kv_dtype_bytes, tp, pp)
+    one_seq = int(per_tok * max_model_len)
+    inside = graphs if graphs_inside_budget(version) else 0
+    if gpu_memory_bytes is None:
+        return DeviceSide(int(w), act, nt, graphs, ctx, lora_bytes, None, None, one_seq, per_tok,
+                          None, None, notes, nt_why)
+    budget = int(gpu_memory_bytes * util)
+    if kv_cache_memory_bytes:
+        kv = int(kv_cache_memory_bytes)
+        notes.append("--kv-cache-memory-bytes set: vLLM skips the utilization budget; the KV "
+                     "cache has exactly that size")
+        used = w + lora_bytes + nt + act + kv + graphs + ctx
+        fits = used <= gpu_memory_bytes
+    else:
+        kv = budget - (w + lora_bytes + nt + act + inside)
+        fits = kv >= one_seq
+    starts = budget + ctx <= gpu_memory_bytes
+    if not starts:
+        notes.append(f"gpu_memory_utilization {util:g} × {gpu_memory_bytes / GiB:.1f} GiB exceeds "
+                     f"the memory free at startup (CUDA context {ctx / GiB:.2f} GiB already "
+                     "used): vLLM refuses to start")
+    outside = graphs - inside
+    if outside and budget + ctx + outside > gpu_memory_bytes:
+        notes.append(f"CUDA graphs ({outside / GiB:.2f} GiB) are captured after the KV cache, "
+                     "outside gpu_memory_utilization, and may not fit in the rest of the GPU: "
+                     "lower gpu_memory_utilization or use --enforce-eager")
+    return DeviceSide(int(w), act, nt, graphs, ctx, lora_bytes, budget, int(kv), one_seq, per_tok,
+                      fits, starts, notes, nt_why)
