@@ -70,9 +70,15 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     fwd = []
     for r in rows:
         g = geo(r)
-        if g is None or r["pp"] == 1:
+        if g is None:
             continue
         b = DTYPE_BYTES[r["dtype"]]
+        if r["pp"] == 1:  # forward-dominated: a lower bound of the sampler explains < half
+            rows_v = sampler_rows(r["max_num_seqs"], r["max_num_batched_tokens"]) * g.vocab_size
+            low = 3.0 if VllmVersion.parse(r["vllm_version"]).at_least(0, 17) \
+                else SORT_PATH_DERIVED_COPIES
+            if g.mla or rows_v * (b + 4 * low) >= 0.5 * r["measured"]["activation_gib"] * GiB:
+                continue
         pred = r["max_num_batched_tokens"] * forward_elements_per_token(g, r["tp"]) * b
         fwd.append((r["measured"]["activation_gib"] * GiB / pred, r["id"]))
     out["forward_factor"] = {"value": _ceil(max(fwd)[0]), "rows": [i for _, i in fwd],
@@ -109,8 +115,9 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
             v = VllmVersion.parse(r["vllm_version"])
             if v.at_least(*lo) and not v.at_least(*hi) and r["measured"].get("non_torch_gib") is not None:
                 vals["tp1" if r["tp"] == 1 else "tpn"].append((r["measured"]["non_torch_gib"], r["id"]))
-        table.append({"since": name, "tp1": max(vals["tp1"])[0] if vals["tp1"] else None,
-                      "tpn": max(vals["tpn"])[0] if vals["tpn"] else None,
+        # logged to 0.01 GiB: the table rounds the largest fit row up to the next 0.05 GiB
+        table.append({"since": name, "tp1": _ceil(max(vals["tp1"])[0], 0.05) if vals["tp1"] else None,
+                      "tpn": _ceil(max(vals["tpn"])[0], 0.05) if vals["tpn"] else None,
                       "rows": sorted(i for lst in vals.values() for _, i in lst)})
     out["non_torch_gib"] = table
     graphs = [(r["measured"]["cuda_graph_gib"], r["id"]) for r in rows
