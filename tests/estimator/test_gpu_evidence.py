@@ -27,10 +27,7 @@ KNOWN_WEIGHT_GAPS = {
 }
 # Rows whose activation peak the mechanism does not reach, each with the reason (kept visible:
 # the test below fails if this list and the data disagree).
-KNOWN_ACTIVATION_GAPS = {
-    "llmd-0.19.0:deepseek-ai/DeepSeek-V2-Lite-Chat:tp1pp1:len8192:bfloat16:q-:kvauto":
-        "MLA: the latent decompression of the forward pass is not modelled",
-}
+KNOWN_ACTIVATION_GAPS: dict[str, str] = {}
 
 
 def _rows(split: str, need_model: bool = True) -> list[dict]:

@@ -70,6 +70,22 @@ def forward_bytes(g: ModelGeometry, dtype_bytes: float, tokens: int, tp: int) ->
                * dtype_bytes)
 
 
+def moe_workspace_bytes(g: ModelGeometry, version: VllmVersion, dtype_bytes: float,
+                        tokens: int, tp: int) -> int:
+    """From 0.13 the fused-MoE modular kernel takes its two workspaces from a per-worker
+    WorkspaceManager that keeps the largest size it was asked for (0.13.0 and
+    0.19.0:vllm/v1/worker/workspace.py; 0.19.0:vllm/model_executor/layers/fused_moe/
+    modular_kernel.py:1060-1068, shapes fused_moe.py:1988-1991: (M, top_k, max(N/2, K)) and
+    (M, top_k, max(N, K)), N = 2·expert_inter/TP, K = hidden). After the profile's forward of
+    max_num_batched_tokens it stays allocated while the sampler runs. Absent in 0.12.0."""
+    if not g.moe or not version.at_least(0, 13):
+        return 0
+    e = g.moe
+    n = 2 * e.expert_intermediate_size / tp
+    k = g.hidden_size
+    return int(tokens * e.experts_per_token * (max(n / 2, k) + max(n, k)) * dtype_bytes)
+
+
 def activation_peak(g: ModelGeometry, version: VllmVersion, dtype_bytes: float, tokens: int,
                     max_num_seqs: int, tp: int, pp: int, rank: str = "last") -> int:
     """torch peak increase of profile_run on one rank: the forward pass of
@@ -79,7 +95,8 @@ def activation_peak(g: ModelGeometry, version: VllmVersion, dtype_bytes: float, 
     if pp > 1 and rank != "last":
         return fwd
     samp = sampler_bytes(g, version, dtype_bytes, max_num_seqs, tokens) \
-        + int(tokens * g.hidden_size * dtype_bytes)
+        + int(tokens * g.hidden_size * dtype_bytes) \
+        + moe_workspace_bytes(g, version, dtype_bytes, tokens, tp)
     return max(fwd, samp)
 
 
@@ -147,6 +164,15 @@ def context_bytes(world: int) -> int:
     return int(c.value * GiB)
 
 
+def context_inside_budget(version: VllmVersion) -> bool:
+    """0.8.5's V1 worker subtracts all non-torch device memory, CUDA context included, from
+    total × utilization (0.8.5:vllm/v1/worker/gpu_worker.py:180-210); 0.9.2 moved to the init
+    snapshot + memory_profiling accounting (0.9.2:vllm/v1/worker/gpu_worker.py:140-151, 206-224).
+    0.9.0-0.9.1 were not read: the older (larger) accounting is used for them. V0 rows
+    (PR 10511, 0.6.5) log a non-torch figure that already includes the context."""
+    return version.at_least(0, 8, 5) and not version.at_least(0, 9, 2)
+
+
 def graphs_inside_budget(version: VllmVersion) -> bool:
     """Up to 0.19 the CUDA-graph pool is captured after the KV cache and is NOT subtracted
     (0.19.0:vllm/v1/worker/gpu_worker.py:395-399: only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1);
@@ -185,6 +211,11 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
     nt, nt_why = non_torch_bytes(version, tp)
     graphs = 0 if enforce_eager else int(C.GPU_CUDA_GRAPH_POOL.value * GiB)
     ctx = context_bytes(tp * pp)
+    if not version.at_least(0, 8, 5):
+        ctx = 0  # V0: the logged non-torch figure includes the context (table value)
+    elif context_inside_budget(version):
+        nt, ctx = nt + ctx, 0
+        nt_why += "; + the CUDA context, which vLLM 0.8.5-0.9.1 subtract inside the budget"
     per_tok = kv_bytes_per_token_per_rank(g, kv_dtype_bytes, tp, pp)
     one_seq = int(per_tok * max_model_len)
     inside = graphs if graphs_inside_budget(version) else 0
@@ -201,7 +232,7 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
     else:
         kv = budget - (w + lora_bytes + nt + act + inside)
         fits = kv >= one_seq
-    starts = budget + ctx <= gpu_memory_bytes
+    starts = budget + ctx <= gpu_memory_bytes if version.at_least(0, 9, 2) else True
     if not starts:
         notes.append(f"gpu_memory_utilization {util:g} × {gpu_memory_bytes / GiB:.1f} GiB exceeds "
                      f"the memory free at startup (CUDA context {ctx / GiB:.2f} GiB already "

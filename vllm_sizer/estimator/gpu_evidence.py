@@ -58,7 +58,7 @@ def _ceil(x: float, step: float = 0.01) -> float:
 
 def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Recompute every fitted GPU constant from the fit rows only."""
-    from .gpu_device import forward_elements_per_token, sampler_rows
+    from .gpu_device import forward_elements_per_token, moe_workspace_bytes, sampler_rows
     from .units import DTYPE_BYTES
     rows = [r for r in (rows if rows is not None else device_rows()) if r["split"] == "fit"]
     out: dict[str, Any] = {}
@@ -98,7 +98,8 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
             if factor * t * forward_elements_per_token(g, r["tp"]) * b >= 0.8 * act:
                 continue  # forward-dominated: says nothing about the sampler
             n = sampler_rows(r["max_num_seqs"], t) * g.vocab_size
-            k = ((act - t * g.hidden_size * b) / n - b) / 4
+            ws = moe_workspace_bytes(g, v, b, t, r["tp"])
+            k = ((act - t * g.hidden_size * b - ws) / n - b) / 4
             ks.append((k, r["id"]))
         value = _ceil(max(ks)[0])
         if path == "sort":
