@@ -18,10 +18,6 @@ from vllm_sizer.estimator.versions import VllmVersion
 
 SPLITS = ("fit", "validation")
 KNOWN_WEIGHT_GAPS = {
-    "llmd-0.19.0:openai/gpt-oss-20b:tp2pp1:len8192:bfloat16:qmxfp4:kvauto":
-        "MXFP4 experts at TP 2: per-rank padding of the served layout not modelled (8.6 % under)",
-    "llmd-0.11.0:openai/gpt-oss-120b:tp1pp1:len16000":
-        "MXFP4 experts: the served layout is 5.6 % above 4.25 bits/parameter (validation row)",
     "llmd-0.19.0:google/gemma-3-4b-it:tp1pp1:len8192:bfloat16:q-:kvauto":
         "vision tower counted by the geometry's approximate ViT formula (6.8 % under)",
 }

@@ -110,12 +110,31 @@ def served_geometry(g: ModelGeometry, quantization: str | None) -> ModelGeometry
         method=q, bytes_per_param=QUANT_BYTES_PER_PARAM[q])})
 
 
+def _round_up(x: float, m: int) -> int:
+    return int(math.ceil(x / m) * m)
+
+
+def mxfp4_padding_bytes(g: ModelGeometry, tp: int) -> int:
+    """MXFP4 experts as served: vLLM pads hidden to a multiple of 256 and the per-rank expert
+    intermediate to a multiple of 128 for the Marlin path (0.19.0:vllm/model_executor/layers/
+    fused_moe/oracle/mxfp4.py:380-385; TRTLLM pads both to 256, Triton the intermediate to 64).
+    Returns the bytes added over the checkpoint's layout (all ranks)."""
+    q = g.quantization
+    if not (q and q.method == "mxfp4" and g.moe):
+        return 0
+    e = g.moe
+    h, i = g.hidden_size, e.expert_intermediate_size
+    hp, ip = _round_up(h, 256), _round_up(i / tp, 128) * tp
+    per_expert = 3 * (hp * ip - h * i)
+    return int(e.num_moe_layers * e.num_experts * per_expert * q.bytes_per_param)
+
+
 def weights_per_rank(g: ModelGeometry, dtype_bytes: float, tp: int, pp: int,
                      rank: str = "max") -> int:
     """Weights one GPU holds: everything sharded by TP (vocab-parallel embedding and lm_head
     included); with PP, a stage holds ceil(layers/pp) decoder layers plus the embedding (first
     stage) or the lm_head and final norm (last stage), vision tower on the first stage."""
-    total = g.weight_bytes(dtype_bytes)
+    total = g.weight_bytes(dtype_bytes) + mxfp4_padding_bytes(g, tp)
     if pp == 1:
         return int(total / tp)
     table = g.vocab_size * g.hidden_size * dtype_bytes
