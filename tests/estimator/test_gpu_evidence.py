@@ -233,3 +233,24 @@ def test_host_topology_grows_with_tp_and_api_servers():
     apis = build_report(g, EngineSettings(device="cuda", vllm_version="0.11.0",
                                           api_server_count=3)).total_memory_bytes
     assert four - one == 3 * 3 * GiB and apis - one == 2 * GiB
+
+
+def test_kv_offload_backends():
+    g = ModelGeometry.from_hf_config(model_config("meta-llama/Llama-3.1-8B-Instruct"))
+
+    def terms(**kw):
+        rep = build_report(g, EngineSettings(device="cuda", vllm_version="0.19.0",
+                                             tensor_parallel_size=2, **kw))
+        return {t.name: t.bytes for t in rep.terms}
+
+    native = terms(kv_offloading_size_gib=80)  # 40 GiB per rank, 32 layers of 1.25 GiB → 2 GiB
+    assert native["kv_offload_buffer"] == 2 * 32 * 2 * GiB
+    simple = terms(kv_offloading_size_gib=80, simple_kv_offload=True)
+    assert simple["kv_offload_buffer"] == 80 * GiB
+    lm = terms(kv_offloading_size_gib=80, kv_offloading_backend="lmcache")
+    assert "kv_offload_buffer" not in lm and lm["lmcache_cpu_buffer"] == 2 * 64 * GiB
+    conn = terms(kv_connector="OffloadingConnector", kv_connector_cpu_bytes=64 * GiB)
+    assert conn["kv_offload_buffer"] == 2 * 32 * GiB
+    unsized = build_report(g, EngineSettings(device="cuda", vllm_version="0.19.0",
+                                             kv_connector="OffloadingConnector"))
+    assert any("cpu_bytes_to_use" in n for n in unsized.notes)

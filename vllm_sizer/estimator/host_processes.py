@@ -53,6 +53,8 @@ class HostTerms:
 def host_terms(version: VllmVersion, *, tp: int, pp: int, dp: int, api_servers: int | None,
                weights_bytes: int, num_layers: int, cpu_offload_gb: float, swap_bytes: int,
                kv_offloading_gib: float | None, kv_connector: str | None,
+               kv_cpu_bytes: float | None = None, kv_offloading_backend: str | None = None,
+               simple_offload: bool = False,
                lmcache_local_cpu_gb: float | None, load_format: str | None,
                quantization: str | None, compiled: bool) -> HostTerms:
     h = HostTerms()
@@ -83,23 +85,37 @@ def host_terms(version: VllmVersion, *, tp: int, pp: int, dp: int, api_servers: 
         per_gpu = swap_bytes / max(tp, 1)
         h.add("swap_space", tp * pinned_bytes(per_gpu, max(num_layers // pp, 1)), "sum",
               "V0 CPU swap cache: one pinned tensor per layer per GPU, power-of-two rounded")
-    if kv_offloading_gib:
-        per_rank = kv_offloading_gib * GiB / ws
-        h.add("kv_offload_buffer", workers * pinned_bytes(per_rank, max(num_layers // pp, 1)),
-              "sum", f"--kv-offloading-size {kv_offloading_gib:g} GiB over {ws} rank(s), one "
-              "pinned tensor per KV cache layer, power-of-two rounded (one tensor per layer "
-              "assumed; the mmap + cudaHostRegister path of newer vLLM pins exactly)")
     conn = (kv_connector or "").lower()
+    backend = (kv_offloading_backend or "native").lower()
+    lmcache_gb = lmcache_local_cpu_gb
+    if kv_offloading_gib and backend == "lmcache":
+        # --kv-offloading-backend lmcache: max_local_cpu_size = size / (tp·pp) per rank
+        # (0.19.0:vllm/config/vllm.py:668-674)
+        conn, lmcache_gb = "lmcacheconnectorv1", kv_offloading_gib / ws
+    elif kv_offloading_gib:
+        # native: cpu_bytes_to_use = size GiB over all ranks (0.19.0:vllm/config/vllm.py:659-666),
+        # one torch.zeros(pin_memory=True) per KV cache tensor per rank
+        # (0.19.0:vllm/v1/kv_offload/worker/cpu_gpu.py:261-280)
+        kv_cpu_bytes = kv_offloading_gib * GiB
+        conn = conn or ("simplecpuoffloadconnector" if simple_offload else "offloadingconnector")
+    if kv_cpu_bytes and "lmcache" not in conn:
+        per_rank = kv_cpu_bytes / ws
+        exact = "simple" in conn
+        n = max(num_layers // pp, 1)
+        h.add("kv_offload_buffer", workers * (per_rank if exact else pinned_bytes(per_rank, n)),
+              "sum", f"CPU KV offload {kv_cpu_bytes / GiB:.1f} GiB over {ws} rank(s)"
+              + (": cudaHostRegister, exact size" if exact else
+                 f", {n} pinned tensor(s) per rank (one per KV cache layer assumed), each "
+                 "rounded up to a power of two by PyTorch's CachingHostAllocator"))
     if "lmcache" in conn:
-        gb = lmcache_local_cpu_gb if lmcache_local_cpu_gb is not None \
-            else C.LMCACHE_LOCAL_CPU_GB_DEFAULT.value
-        h.add("lmcache_cpu_buffer", workers * next_pow2(gb * 1e9), "sum",
+        gb = lmcache_gb if lmcache_gb is not None else C.LMCACHE_LOCAL_CPU_GB_DEFAULT.value
+        h.add("lmcache_cpu_buffer", workers * next_pow2(gb * GiB), "sum",
               f"LMCache local CPU backend {gb:g} GB per worker, one pinned buffer "
               "(power-of-two rounding assumed)")
-        if lmcache_local_cpu_gb is None:
+        if lmcache_gb is None:
             h.notes.append(f"LMCache local CPU size not given: {C.LMCACHE_LOCAL_CPU_GB_DEFAULT.source}")
-    elif conn and "offloading" in conn and not kv_offloading_gib:
-        h.notes.append(f"{kv_connector}: CPU buffer size not given, not counted")
+    elif conn and "offload" in conn and not kv_cpu_bytes:
+        h.notes.append(f"{kv_connector}: CPU buffer size not given (cpu_bytes_to_use), not counted")
     fmt = (load_format or "").lower()
     anon = fmt == "gguf" or fmt == "bitsandbytes" or (quantization or "").lower() == "bitsandbytes"
     if anon:
