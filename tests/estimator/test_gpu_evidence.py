@@ -163,6 +163,9 @@ def test_gpu_limits_inverse():
     assert ok.device_fits is True
     bad = build_report(g, s.model_copy(update={"max_model_len": lim["max_model_len"] + 64}))
     assert bad.device_fits is False
+    # the report's own hint agrees with the search to a KV block
+    hint = [n for n in rep.notes if n.startswith("fits with --max-model-len")]
+    assert hint and abs(int(hint[0].split()[3].rstrip(",")) - lim["max_model_len"]) <= 16
     at = gpu_limits_within(g, s.model_copy(update={"max_model_len": 32768}))
     assert at["max_num_seqs"] is not None and at["max_num_seqs"] >= 1
     assert build_report(g, s.model_copy(update={"max_model_len": 32768,

@@ -215,6 +215,8 @@ class DeviceSide:
     starts: bool | None
     notes: list[str]
     non_torch_source: str
+    max_model_len_fit: int | None = None  # largest max_model_len whose one sequence fits
+    max_num_seqs_fit: int | None = None  # largest max_num_seqs that leaves one sequence room
 
 
 def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
@@ -251,6 +253,22 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
     else:
         kv = budget - (w + lora_bytes + nt + act + inside)
         fits = kv >= one_seq
+    len_fit = seqs_fit = None
+    if not kv_cache_memory_bytes:
+        room = budget - (w + lora_bytes + nt + inside)
+        len_fit = int((room - act) // per_tok) // 16 * 16 if room - act > 0 else 0
+        lo, hi = 0, max_num_seqs
+        while hi > lo:  # activation grows with the sampled rows; KV needs one sequence
+            mid = (lo + hi + 1) // 2
+            a = activation_peak(g, version, dtype_bytes, tokens, mid, tp, pp, "last")
+            lo, hi = (mid, hi) if room - a >= one_seq else (lo, mid - 1)
+        seqs_fit = lo
+        if not fits:
+            notes.append("fits with --max-model-len "
+                         + (f"{len_fit}" if len_fit >= 16 else "(none: weights and activation "
+                            "alone exceed the budget)")
+                         + (f", or --max-num-seqs {seqs_fit}" if seqs_fit else "")
+                         + " (or a higher gpu_memory_utilization, more TP)")
     starts = budget + ctx <= gpu_memory_bytes if version.at_least(0, 9, 2) else True
     if not starts:
         notes.append(f"gpu_memory_utilization {util:g} × {gpu_memory_bytes / GiB:.1f} GiB exceeds "
@@ -262,4 +280,4 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
                      "outside gpu_memory_utilization, and may not fit in the rest of the GPU: "
                      "lower gpu_memory_utilization or use --enforce-eager")
     return DeviceSide(int(w), act, nt, graphs, ctx, lora_bytes, budget, int(kv), one_seq, per_tok,
-                      fits, starts, notes, nt_why)
+                      fits, starts, notes, nt_why, len_fit, seqs_fit)
