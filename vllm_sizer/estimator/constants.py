@@ -44,39 +44,12 @@ WORKER_PROCESS_BYTES = Constant(
     kind="assumed",
     source="one more Python process with torch + vLLM imported (per extra TP/PP rank)",
 )
-# On GPU backends each worker also holds a CUDA context and pinned staging buffers in host RAM.
-CUDA_WORKER_HOST_BYTES = Constant(
-    value=1.5 * GiB,
-    kind="assumed",
-    source="CUDA context, cuBLAS/NCCL host allocations and pinned buffers per GPU worker; "
-    "not measurable here (no GPU)",
-)
-# Model loading streams safetensors shards through host memory (mmap'ed, charged to the pod's
-# cgroup while resident). transformers' save_pretrained default max_shard_size is 5GB.
-LOADING_BUFFER_BYTES = Constant(
-    value=5e9,
-    kind="derived",
-    source="one safetensors shard resident during load; transformers save_pretrained "
-    "max_shard_size default '5GB'",
-)
 # vLLM's multimodal processor cache default, per API-server and engine process.
 MM_PROCESSOR_CACHE_GIB_DEFAULT = Constant(
     value=4,
     kind="derived",
     source="vLLM ModelConfig.mm_processor_cache_gb default 4 (GiB), one cache in the API "
     "process and one in the engine core",
-)
-# Non-torch device memory on CUDA (NCCL, cuBLAS workspace) counted by vLLM's profiler.
-CUDA_NON_TORCH_BYTES = Constant(
-    value=0.5 * GiB,
-    kind="assumed",
-    source="typical non-torch allocations reported by vLLM's memory profiler logs",
-)
-# CUDA graph capture memory on device when not enforce_eager.
-CUDA_GRAPH_BYTES = Constant(
-    value=1 * GiB,
-    kind="assumed",
-    source="vLLM logs 'Graph capturing finished ... took 0.5-1.5 GiB' on 7-70B models",
 )
 # Default CPU KV cache the decision pins for vLLM versions that size it from the pod limit.
 PINNED_CPU_KV_GIB_DEFAULT = Constant(
