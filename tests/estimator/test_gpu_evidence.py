@@ -156,20 +156,35 @@ def test_gpu_limits_inverse():
     s = EngineSettings(device="cuda", vllm_version="0.11.0", gpu_memory_bytes=int(22 * GiB),
                        max_model_len=131072)
     rep = build_report(g, s)
-    assert rep.device_fits is False
+    assert rep.device_fits is False  # 16 GiB of KV needed, ~4 GiB left even at the lower bound
+    assert any(n.startswith("GPU does not fit") for n in rep.notes)
     lim = gpu_limits_within(g, s)
     assert lim["max_model_len"] is not None and 1000 < lim["max_model_len"] < 131072
+    per_tok = D.kv_bytes_per_token_per_rank(g, 2, 1, 1)
     ok = build_report(g, s.model_copy(update={"max_model_len": lim["max_model_len"]}))
-    assert ok.device_fits is True
-    bad = build_report(g, s.model_copy(update={"max_model_len": lim["max_model_len"] + 64}))
-    assert bad.device_fits is False
-    # the report's own hint agrees with the search to a KV block
+    assert ok.device_fits is True and not any(n.startswith("GPU may not fit") for n in ok.notes)
+    bad = build_report(g, s.model_copy(update={"max_model_len": lim["max_model_len"] + 32}))
+    assert bad.device_fits is not True
+    kv = next(x.bytes for x in ok.terms if x.name == "device_kv_cache")
+    assert kv >= per_tok * lim["max_model_len"] > kv - 32 * per_tok
     hint = [n for n in rep.notes if n.startswith("fits with --max-model-len")]
-    assert hint and abs(int(hint[0].split()[3].rstrip(",")) - lim["max_model_len"]) <= 16
+    assert hint and int(hint[0].split()[3].rstrip(",")) == lim["max_model_len"]
     at = gpu_limits_within(g, s.model_copy(update={"max_model_len": 32768}))
     assert at["max_num_seqs"] is not None and at["max_num_seqs"] >= 1
     assert build_report(g, s.model_copy(update={"max_model_len": 32768,
                                                 "max_num_seqs": at["max_num_seqs"]})).device_fits
+
+
+def test_uncertain_device_fit_is_not_a_denial():
+    """Between the lower bound and the upper estimate the verdict is None with a note: enforce
+    mode denies only what surely does not fit."""
+    g = ModelGeometry.from_hf_config(model_config("meta-llama/Llama-3.1-8B-Instruct"))
+    s = EngineSettings(device="cuda", vllm_version="0.8.5", gpu_memory_bytes=int(22.07 * GiB),
+                       max_model_len=32768)
+    rep = build_report(g, s)
+    assert rep.device_fits is None
+    assert any(n.startswith("GPU may not fit") for n in rep.notes)
+    assert rep.device_max_model_len and rep.device_max_model_len < 32768
 
 
 # ------------------------------------------------------------------------------------- host

@@ -42,6 +42,7 @@ def _activation_bytes(g: ModelGeometry, r: ResolvedSettings, tokens: int) -> int
 class _Parts:
     terms: list[Term]
     notes: list[str]
+    limits: tuple[int | None, int | None] = (None, None)
 
     def add(self, name: str, n: float, enters: str, source: str) -> int:
         # trusted values built here: skip validation (this runs on every admission review)
@@ -172,7 +173,8 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
         lora_adapter_bytes=adapter_host + adapter_dev, lora_prefill_scratch_bytes=scratch,
         lora_logits_scratch_bytes=logits, runtime_overhead_bytes=int(runtime),
         other_host_bytes=int(other), total_memory_bytes=int(total),
-        device_memory_bytes=device_total, device_fits=fits, lora_scratch_case=scratch_case,
+        device_memory_bytes=device_total, device_fits=fits,
+        device_max_model_len=p.limits[0], device_max_num_seqs=p.limits[1], lora_scratch_case=scratch_case,
         kv_cache_auto_sized=r.kv_cache_auto_sized, terms=p.terms, notes=notes, resolved=r,
         estimator_version=__version__)
 
@@ -228,12 +230,13 @@ def _device_side(g: ModelGeometry, r: ResolvedSettings, settings: EngineSettings
     if d.budget is not None:
         p.add("device_kv_cache", max(d.kv or 0, 0), "device",
               f"gpu_memory_utilization {r.gpu_memory_utilization} × GPU memory − the rest")
-        if not d.fits:
+        if d.fits is False:
             p.notes.append(f"GPU does not fit: KV cache {max(d.kv or 0, 0) / GiB:.2f} GiB < "
                            f"{d.one_seq_kv / GiB:.2f} GiB for one max_model_len="
                            f"{r.max_model_len} sequence (budget {d.budget / GiB:.1f} GiB)")
-        return int(d.budget + d.context + (d.graphs if not r.version.at_least(0, 20) else 0)), \
-            bool(d.fits and d.starts)
+        p.limits = (d.max_model_len_fit, d.max_num_seqs_fit)
+        fits = False if (d.fits is False or not d.starts) else d.fits
+        return int(d.budget + d.context + (d.graphs if not r.version.at_least(0, 20) else 0)), fits
     p.notes.append("GPU memory size unknown: device-side fit check skipped (KV cache fills "
                    f"{r.gpu_memory_utilization:g} of each GPU)")
     p.add("device_kv_cache_min", d.one_seq_kv, "device", "KV for one max_model_len sequence")

@@ -253,6 +253,20 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
     else:
         kv = budget - (w + lora_bytes + nt + act + inside)
         fits = kv >= one_seq
+        if not fits:
+            # Deny only what surely fails: the lower bound takes the derived forward pass
+            # without the fitted factor, the sampler's unavoidable logits + fp32 copy, no
+            # non-torch memory and no graph estimate.
+            rows = sampler_rows(max_num_seqs, tokens)
+            low_act = max(forward_bytes(g, dtype_bytes, tokens, tp) / C.GPU_FORWARD_FACTOR.value,
+                          rows * g.vocab_size * (dtype_bytes + 4))
+            kv_low = budget - (w + lora_bytes + low_act)
+            if kv_low >= one_seq:
+                fits = None
+                notes.append(f"GPU may not fit: the upper estimate leaves {max(kv, 0) / GiB:.2f} GiB "
+                             f"of KV cache, {one_seq / GiB:.2f} GiB needed for one max_model_len "
+                             f"sequence; the lower bound ({kv_low / GiB:.2f} GiB) fits, so this is "
+                             "not a denial (vLLM's own profile decides)")
     len_fit = seqs_fit = None
     if not kv_cache_memory_bytes:
         room = budget - (w + lora_bytes + nt + inside)
@@ -263,7 +277,7 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
             a = activation_peak(g, version, dtype_bytes, tokens, mid, tp, pp, "last")
             lo, hi = (mid, hi) if room - a >= one_seq else (lo, mid - 1)
         seqs_fit = lo
-        if not fits:
+        if fits is not True:
             notes.append("fits with --max-model-len "
                          + (f"{len_fit}" if len_fit >= 16 else "(none: weights and activation "
                             "alone exceed the budget)")

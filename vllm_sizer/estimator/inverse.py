@@ -45,31 +45,10 @@ def max_lora_rank_within(geometry: ModelGeometry, settings: EngineSettings,
 
 def gpu_limits_within(geometry: ModelGeometry, settings: EngineSettings) -> dict[str, int | None]:
     """Device side: the largest max_model_len (at the given max_num_seqs) and the largest
-    max_num_seqs (at the given max_model_len) for which vLLM's KV cache still holds one
-    max_model_len sequence on every GPU. Needs settings.gpu_memory_bytes."""
-    if not settings.gpu_memory_bytes:
-        return {"max_model_len": None, "max_num_seqs": None}
-
-    def fits(**change: int) -> bool:
-        return bool(build_report(geometry, settings.model_copy(update=change)).device_fits)
-
-    def search(field: str, lo: int, hi: int) -> int | None:
-        if not fits(**{field: lo}):
-            return None
-        if fits(**{field: hi}):
-            return hi
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if fits(**{field: mid}):
-                lo = mid
-            else:
-                hi = mid
-        return lo
-
+    max_num_seqs (at the given max_model_len) for which the upper estimate leaves vLLM's KV
+    cache room for one max_model_len sequence on every GPU (a suggestion that surely fits).
+    Needs settings.gpu_memory_bytes; None when nothing fits or the GPU size is unknown."""
     rep = build_report(geometry, settings)
-    r = rep.resolved
-    pin = {"max_num_batched_tokens": r.max_num_batched_tokens}
-    base = settings.model_copy(update=pin)
-    settings = base
-    return {"max_model_len": search("max_model_len", 16, max(r.max_model_len, 16) * 4),
-            "max_num_seqs": search("max_num_seqs", 1, max(r.max_num_seqs, 1) * 4)}
+    length, seqs = rep.device_max_model_len, rep.device_max_num_seqs
+    return {"max_model_len": length if length and length >= 16 else None,
+            "max_num_seqs": seqs if seqs else None}
