@@ -240,6 +240,14 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
     per_tok = kv_bytes_per_token_per_rank(g, kv_dtype_bytes, tp, pp)
     one_seq = int(per_tok * max_model_len)
     inside = graphs if graphs_inside_budget(version) else 0
+    if inside:
+        notes.append("CUDA graph memory subtracted from the KV cache from vLLM 0.20 (assumed: "
+                     "0.19 does so only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)")
+    if version.at_least(0, 9) and not version.at_least(0, 9, 2):
+        notes.append("vLLM 0.9.0-0.9.1 profiler not read: the 0.8.5 accounting (CUDA context "
+                     "inside the budget) is assumed")
+    if "assumed" in nt_why and tp > 1:
+        notes.append(f"non-torch device memory at TP {tp}: {nt_why}")
     if gpu_memory_bytes is None:
         return DeviceSide(int(w), act, nt, graphs, ctx, lora_bytes, None, None, one_seq, per_tok,
                           None, None, notes, nt_why)

@@ -69,6 +69,9 @@ def host_terms(version: VllmVersion, *, tp: int, pp: int, dp: int, api_servers: 
           f"API server ×{apis} + engine core ×{dp if v1 else 1}: {C.CPU_RUNTIME_BYTES.source}"
           + (f"; {extra} extra process(es) assumed {C.EXTRA_PROCESS_BYTES.value / GiB:g} GiB each"
              if extra else ""))
+    if extra:
+        h.notes.append(f"{extra} extra API-server / engine-core process(es) at an assumed "
+                       f"{C.EXTRA_PROCESS_BYTES.value / GiB:g} GiB each (not measured)")
     h.add("gpu_worker_processes", workers * C.GPU_WORKER_PROCESS_BYTES.value, "sum",
           f"{workers} GPU worker(s) × {C.GPU_WORKER_PROCESS_BYTES.value / GiB:g} GiB: "
           + C.GPU_WORKER_PROCESS_BYTES.source)
@@ -102,6 +105,9 @@ def host_terms(version: VllmVersion, *, tp: int, pp: int, dp: int, api_servers: 
         per_rank = kv_cpu_bytes / ws
         exact = "simple" in conn
         n = max(num_layers // pp, 1)
+        if not exact:
+            h.notes.append("KV offload buffer: one pinned tensor per KV cache layer assumed "
+                           "(hybrid models with fewer KV tensors round differently)")
         h.add("kv_offload_buffer", workers * (per_rank if exact else pinned_bytes(per_rank, n)),
               "sum", f"CPU KV offload {kv_cpu_bytes / GiB:.1f} GiB over {ws} rank(s)"
               + (": cudaHostRegister, exact size" if exact else
@@ -119,6 +125,8 @@ def host_terms(version: VllmVersion, *, tp: int, pp: int, dp: int, api_servers: 
     fmt = (load_format or "").lower()
     anon = fmt == "gguf" or fmt == "bitsandbytes" or (quantization or "").lower() == "bitsandbytes"
     if anon:
+        h.notes.append("GGUF / bitsandbytes loading: the whole checkpoint assumed resident in "
+                       "anonymous host memory while loading")
         h.add("loading_anonymous", weights_bytes, "sum",
               f"{fmt or 'bitsandbytes'} loading reads the checkpoint into anonymous memory "
               "(counts toward the limit; whole checkpoint assumed)")
