@@ -272,3 +272,17 @@ def test_kv_offload_backends():
     unsized = build_report(g, EngineSettings(device="cuda", vllm_version="0.19.0",
                                              kv_connector="OffloadingConnector"))
     assert any("cpu_bytes_to_use" in n for n in unsized.notes)
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_cuda_graph_pool_never_under(split):
+    """Graph pools logged from vLLM 0.12 on (earlier rows log the change during capture)."""
+    checked = 0
+    for r in _rows(split):
+        c = r["measured"].get("cuda_graph_gib")
+        if not c or c <= 0 or not VllmVersion.parse(r["vllm_version"]).at_least(0, 12):
+            continue
+        est = D.graph_pool_bytes(E.row_geometry(r), r["pp"]) / GiB
+        assert c <= est <= 2.5 * c, (r["id"], est, c)
+        checked += 1
+    assert checked >= 5

@@ -222,7 +222,8 @@ def _device_side(g: ModelGeometry, r: ResolvedSettings, settings: EngineSettings
           f"({'Triton' if r.version.at_least(0, 17) else 'sort'} top-k/top-p; not split by TP)")
     p.add("device_non_torch", d.non_torch, "device", d.non_torch_source)
     p.add("device_cuda_graphs", d.graphs, "device",
-          C.GPU_CUDA_GRAPH_POOL.source + ("; subtracted from the KV cache (vLLM ≥ 0.20, assumed)"
+          (C.GPU_GRAPH_MOE.source if sg.moe else C.GPU_GRAPH_DENSE_BASE.source)
+          + ("; subtracted from the KV cache (vLLM ≥ 0.20, assumed)"
                                           if r.version.at_least(0, 20) else
                                           "; captured after the KV cache, outside the budget"))
     p.add("device_cuda_context", d.context, "device", "outside gpu_memory_utilization: "

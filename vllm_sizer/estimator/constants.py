@@ -106,9 +106,15 @@ GPU_NON_TORCH_TABLE: tuple = tuple(
          "" if e["tpn"] is not None else "; TP>1 not measured in this range: the ≥ 0.18 value "
          "is assumed"))
     for e in _F["non_torch_gib"])
-GPU_CUDA_GRAPH_POOL = Constant(
-    value=_F["cuda_graph_pool_gib"]["value"], kind="measured",
-    source=f"largest CUDA graph pool of the fit rows ({_F['cuda_graph_pool_gib']['max_row']}, {_EV})")
+GPU_GRAPH_DENSE_BASE = Constant(
+    value=_F["cuda_graph_dense"]["base_gib"], kind="measured",
+    source=f"CUDA graph pool of dense models = base + per-layer × decoder layers per stage, a line "
+    f"over {_F['cuda_graph_dense']['rows']} fit rows shifted to cover all of them ({_EV})")
+GPU_GRAPH_DENSE_PER_LAYER = Constant(
+    value=_F["cuda_graph_dense"]["per_layer_gib"], kind="measured", source=GPU_GRAPH_DENSE_BASE.source)
+GPU_GRAPH_MOE = Constant(
+    value=_F["cuda_graph_moe_gib"]["value"], kind="measured",
+    source=f"largest CUDA graph pool of the MoE fit rows ({_F['cuda_graph_moe_gib']['max_row']}, {_EV})")
 GPU_CONTEXT_TP1 = Constant(value=_F["context_tp1_gib"]["value"], kind="measured",
                            source=f"CUDA context at vLLM's init snapshot, TP 1 ({_EV})")
 GPU_CONTEXT_TPN = Constant(value=_F["context_tpn_gib"]["value"], kind="measured",

@@ -183,6 +183,15 @@ def context_bytes(world: int) -> int:
     return int(c.value * GiB)
 
 
+def graph_pool_bytes(g: ModelGeometry, pp: int) -> int:
+    """CUDA graph pool per GPU (vLLM's default capture sizes): dense models a line in decoder
+    layers per stage over the fit rows, MoE models the largest MoE fit row."""
+    if g.moe:
+        return math.ceil(C.GPU_GRAPH_MOE.value * GiB)
+    layers = math.ceil(g.num_layers / pp)
+    return math.ceil((C.GPU_GRAPH_DENSE_BASE.value + C.GPU_GRAPH_DENSE_PER_LAYER.value * layers) * GiB)
+
+
 def context_inside_budget(version: VllmVersion) -> bool:
     """0.8.5's V1 worker subtracts all non-torch device memory, CUDA context included, from
     total × utilization (0.8.5:vllm/v1/worker/gpu_worker.py:180-210); 0.9.2 moved to the init
@@ -230,7 +239,7 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
     w = max(weights_per_rank(g, dtype_bytes, tp, pp, "max") - cpu_offload_bytes, 0)
     act = activation_peak(g, version, dtype_bytes, tokens, max_num_seqs, tp, pp, "last")
     nt, nt_why = non_torch_bytes(version, tp)
-    graphs = 0 if enforce_eager else int(C.GPU_CUDA_GRAPH_POOL.value * GiB)
+    graphs = 0 if enforce_eager else graph_pool_bytes(g, pp)
     ctx = context_bytes(tp * pp)
     if not version.at_least(0, 8, 5):
         ctx = 0  # V0: the logged non-torch figure includes the context (table value)

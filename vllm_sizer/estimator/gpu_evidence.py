@@ -127,6 +127,24 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     graphs = [(r["measured"]["cuda_graph_gib"], r["id"]) for r in rows
               if r["measured"].get("cuda_graph_gib") is not None]
     out["cuda_graph_pool_gib"] = {"value": max(graphs)[0], "max_row": max(graphs)[1]}
+    # Graph pool of the captured graphs (vLLM >= 0.12 rows, where the pool is logged):
+    # dense models: a line in decoder layers per stage, shifted up to cover every fit row;
+    # MoE models: the largest MoE fit row.
+    dense, moe = [], []
+    for r in rows:
+        g, c = geo(r), r["measured"].get("cuda_graph_gib")
+        if g is None or not c or c <= 0 or not VllmVersion.parse(r["vllm_version"]).at_least(0, 12):
+            continue
+        (moe if g.moe else dense).append((g.num_layers / r["pp"], c, r["id"]))
+    n = len(dense)
+    mx = sum(x for x, _, _ in dense) / n
+    my = sum(y for _, y, _ in dense) / n
+    slope = sum((x - mx) * (y - my) for x, y, _ in dense) / sum((x - mx) ** 2 for x, _, _ in dense)
+    base = max(y - slope * x for x, y, _ in dense)
+    out["cuda_graph_dense"] = {"base_gib": _ceil(base), "per_layer_gib": round(slope, 5),
+                               "rows": len(dense)}
+    top = max(moe, key=lambda m: m[1])
+    out["cuda_graph_moe_gib"] = {"value": top[1], "max_row": top[2], "rows": len(moe)}
     for key, pred in (("context_tp1_gib", lambda r: r["tp"] * r["pp"] == 1),
                       ("context_tpn_gib", lambda r: r["tp"] * r["pp"] > 1)):
         c = [(r["measured"]["context_gib"], r["id"]) for r in rows
