@@ -16,6 +16,8 @@ from .. import __version__
 from . import constants as C
 from .errors import InvalidSettings
 from .geometry import ModelGeometry
+from .gpu_device import device_side, served_geometry
+from .host_processes import default_api_servers, host_terms
 from .lora import (calculate_lora_adapter_memory, calculate_lora_logits_scratch,
                    calculate_lora_prefill_scratch_bytes, has_vocab_lora)
 from .report import MemoryReport, Term
@@ -40,6 +42,7 @@ def _activation_bytes(g: ModelGeometry, r: ResolvedSettings, tokens: int) -> int
 class _Parts:
     terms: list[Term]
     notes: list[str]
+    limits: tuple[int | None, int | None] = (None, None)
 
     def add(self, name: str, n: float, enters: str, source: str) -> int:
         # trusted values built here: skip validation (this runs on every admission review)
@@ -117,27 +120,38 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
               f"lm_head LoRA B gathered per sampled row: {r.max_num_seqs} rows × vocab × rank")
         device_total, fits = None, None
     else:
-        runtime = C.CPU_RUNTIME_BYTES.value + ws * C.CUDA_WORKER_HOST_BYTES.value \
-            + (ws - 1) * C.WORKER_PROCESS_BYTES.value
-        p.add("runtime_overhead", runtime, "sum",
-              "front-end + engine-core processes, CUDA host context per worker (assumed)")
-        notes.append("host runtime per GPU worker is an assumption (not measurable without a GPU)")
-        p.add("loading_buffer", min(C.LOADING_BUFFER_BYTES.value, weights), "sum",
-              C.LOADING_BUFFER_BYTES.source)
-        if settings.cpu_offload_gb:
-            p.add("cpu_offload", settings.cpu_offload_gb * 1e9 * ws, "sum",
-                  "--cpu-offload-gb per GPU worker (GB = 10^9 bytes in vLLM)")
-        if r.swap_space_bytes:
-            p.add("swap_space", r.swap_space_bytes, "sum", r.reasons["swap_space"])
+        ht = host_terms(r.version, tp=r.tensor_parallel_size, pp=r.pipeline_parallel_size,
+                        dp=settings.data_parallel_size, api_servers=settings.api_server_count,
+                        weights_bytes=weights, num_layers=geometry.num_layers,
+                        cpu_offload_gb=settings.cpu_offload_gb or 0, swap_bytes=r.swap_space_bytes,
+                        kv_offloading_gib=settings.kv_offloading_size_gib,
+                        kv_connector=settings.kv_connector,
+                        kv_cpu_bytes=settings.kv_connector_cpu_bytes,
+                        kv_offloading_backend=settings.kv_offloading_backend,
+                        simple_offload=settings.simple_kv_offload,
+                        lmcache_local_cpu_gb=settings.lmcache_local_cpu_gb,
+                        load_format=settings.load_format, quantization=settings.quantization,
+                        compiled=r.version.at_least(0, 8, 5) and not settings.enforce_eager)
+        for name, n, enters, source in ht.terms:
+            p.add(name, n, enters, source)
+        notes.extend(ht.notes)
+        runtime = sum(n for name, n, _, _ in ht.terms
+                      if name in ("runtime_overhead", "gpu_worker_processes", "compile_workers"))
         p.add("lora_adapters", adapter_host, "sum",
               f"host LRU cache of {r.max_cpu_loras} adapter(s) at rank {r.max_lora_rank}")
         kv = 0
-        device_total, fits = _device_side(geometry, r, settings, weights, act, adapter_dev, p)
+        device_total, fits = _device_side(geometry, r, settings, adapter_dev, p)
+        act = next(t.bytes for t in p.terms if t.name == "device_activations")
 
     if geometry.vision_parameters:
         gb = settings.mm_processor_cache_gb
         gb = C.MM_PROCESSOR_CACHE_GIB_DEFAULT.value if gb is None else gb
-        p.add("mm_processor_cache", 2 * gb * GiB, "sum", C.MM_PROCESSOR_CACHE_GIB_DEFAULT.source)
+        caches = 2 if cpu else ((settings.api_server_count if settings.api_server_count is not None
+                                 else default_api_servers(r.version, settings.data_parallel_size))
+                                + settings.data_parallel_size)
+        p.add("mm_processor_cache", caches * gb * GiB, "sum",
+              f"{caches} cache(s) (API servers + engine cores): "
+              + C.MM_PROCESSOR_CACHE_GIB_DEFAULT.source)
     if settings.dev_shm_bytes:
         p.add("dev_shm", settings.dev_shm_bytes, "sum",
               "memory-backed /dev/shm emptyDir counts against the pod's memory")
@@ -162,7 +176,8 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
                      f"({max(scratch, logits) / GiB:.2f} GiB)")
 
     other = sum(t.bytes for t in p.terms if t.enters == "sum" and t.name in
-                {"loading_buffer", "cpu_offload", "swap_space", "mm_processor_cache", "dev_shm"})
+                {"cpu_offload", "swap_space", "mm_processor_cache", "dev_shm", "kv_offload_buffer",
+                 "lmcache_cpu_buffer", "loading_anonymous"})
     return MemoryReport.model_construct(
         model=model or settings.model, parameters=geometry.parameter_count(),
         weights_bytes=weights, kv_cache_bytes=kv if cpu else 0,
@@ -170,7 +185,8 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
         lora_adapter_bytes=adapter_host + adapter_dev, lora_prefill_scratch_bytes=scratch,
         lora_logits_scratch_bytes=logits, runtime_overhead_bytes=int(runtime),
         other_host_bytes=int(other), total_memory_bytes=int(total),
-        device_memory_bytes=device_total, device_fits=fits, lora_scratch_case=scratch_case,
+        device_memory_bytes=device_total, device_fits=fits,
+        device_max_model_len=p.limits[0], device_max_num_seqs=p.limits[1], lora_scratch_case=scratch_case,
         kv_cache_auto_sized=r.kv_cache_auto_sized, terms=p.terms, notes=notes, resolved=r,
         estimator_version=__version__)
 
@@ -193,36 +209,52 @@ def _lora_timing_note(r: ResolvedSettings) -> str:
     return "the scratch arrives with the first LoRA prefill of max_num_batched_tokens tokens"
 
 
-def _device_side(g: ModelGeometry, r: ResolvedSettings, settings: EngineSettings, weights: int,
-                 act: int, adapter_dev: int, p: _Parts) -> tuple[int, bool | None]:
-    """Per-GPU memory: weights/(TP·PP), activation peak, LoRA buffers, graphs, KV."""
-    ws = r.world_size
-    w = weights / ws - (settings.cpu_offload_gb * 1e9 if settings.cpu_offload_gb else 0)
-    nontorch = C.CUDA_NON_TORCH_BYTES.value
-    graphs = 0 if settings.enforce_eager else C.CUDA_GRAPH_BYTES.value
-    lora = adapter_dev / r.tensor_parallel_size if adapter_dev else 0
-    fixed = max(w, 0) + act + nontorch + graphs + lora
-    one_seq_kv = g.kv_bytes_per_token(r.kv_cache_dtype_bytes) * r.max_model_len / ws
-    p.add("device_weights", max(w, 0), "device", "weights / (TP·PP) − cpu_offload_gb")
-    p.add("device_activations", act, "device", "profile run at max_num_batched_tokens (derived)")
-    p.add("device_lora_buffers", lora, "device", "stacked adapter slots (max_loras)")
-    p.add("device_cuda_graphs", graphs, "device", C.CUDA_GRAPH_BYTES.source)
-    p.add("device_non_torch", nontorch, "device", C.CUDA_NON_TORCH_BYTES.source)
-    if settings.gpu_memory_bytes:
-        budget = settings.gpu_memory_bytes * r.gpu_memory_utilization
-        kv = budget - fixed
-        p.add("device_kv_cache", max(kv, 0), "device",
+def _device_side(g: ModelGeometry, r: ResolvedSettings, settings: EngineSettings,
+                 adapter_dev: int, p: _Parts) -> tuple[int, bool | None]:
+    """Per-GPU memory of the worst rank as vLLM's profiler accounts it (gpu_device.py)."""
+    tp, pp = r.tensor_parallel_size, r.pipeline_parallel_size
+    sg = served_geometry(g, settings.quantization)
+    lora = int(adapter_dev / tp) if adapter_dev else 0
+    d = device_side(sg, r.version, dtype_bytes=r.dtype_bytes,
+                    kv_dtype_bytes=r.kv_cache_dtype_bytes, tokens=r.max_num_batched_tokens,
+                    max_num_seqs=r.max_num_seqs, max_model_len=r.max_model_len, tp=tp, pp=pp,
+                    util=r.gpu_memory_utilization, gpu_memory_bytes=settings.gpu_memory_bytes,
+                    enforce_eager=settings.enforce_eager,
+                    cpu_offload_bytes=(settings.cpu_offload_gb or 0) * 1e9, lora_bytes=lora,
+                    kv_cache_memory_bytes=settings.kv_cache_memory_bytes)
+    p.notes.extend(d.notes)
+    p.add("device_weights", d.weights, "device",
+          "weights / TP (PP: the largest stage) − cpu_offload_gb, as served"
+          + (f" (--quantization {settings.quantization})" if sg is not g else ""))
+    p.add("device_lora_buffers", lora, "device",
+          "stacked adapter slots (max_loras), allocated with the weights (vLLM logs them as weights)")
+    p.add("device_activations", d.activation, "device",
+          f"profile run: forward of {r.max_num_batched_tokens} tokens, then the sampler over "
+          f"{min(r.max_num_seqs, r.max_num_batched_tokens)} rows × vocab "
+          f"({'Triton' if r.version.at_least(0, 17) else 'sort'} top-k/top-p; not split by TP)")
+    p.add("device_non_torch", d.non_torch, "device", d.non_torch_source)
+    p.add("device_cuda_graphs", d.graphs, "device",
+          (C.GPU_GRAPH_MOE.source if sg.moe else C.GPU_GRAPH_DENSE_BASE.source)
+          + ("; subtracted from the KV cache (vLLM ≥ 0.20, assumed)"
+                                          if r.version.at_least(0, 20) else
+                                          "; captured after the KV cache, outside the budget"))
+    p.add("device_cuda_context", d.context, "device", "outside gpu_memory_utilization: "
+          + (C.GPU_CONTEXT_TP1 if tp * pp == 1 else C.GPU_CONTEXT_TPN).source)
+    if d.budget is not None:
+        p.add("device_kv_cache", max(d.kv or 0, 0), "device",
               f"gpu_memory_utilization {r.gpu_memory_utilization} × GPU memory − the rest")
-        fits = kv >= one_seq_kv
-        if not fits:
-            p.notes.append(f"GPU does not fit: {fixed / GiB:.1f} GiB before KV cache, "
-                           f"{one_seq_kv / GiB:.2f} GiB KV for one max_model_len sequence, "
-                           f"budget {budget / GiB:.1f} GiB")
-        return int(math.ceil(budget)), fits
+        if d.fits is False:
+            p.notes.append(f"GPU does not fit: KV cache {max(d.kv or 0, 0) / GiB:.2f} GiB < "
+                           f"{d.one_seq_kv / GiB:.2f} GiB for one max_model_len="
+                           f"{r.max_model_len} sequence (budget {d.budget / GiB:.1f} GiB)")
+        p.limits = (d.max_model_len_fit, d.max_num_seqs_fit)
+        fits = False if (d.fits is False or not d.starts) else d.fits
+        return int(d.budget + d.context + (d.graphs if not r.version.at_least(0, 20) else 0)), fits
     p.notes.append("GPU memory size unknown: device-side fit check skipped (KV cache fills "
                    f"{r.gpu_memory_utilization:g} of each GPU)")
-    p.add("device_kv_cache_min", one_seq_kv, "device", "KV for one max_model_len sequence")
-    return int(fixed + one_seq_kv), None
+    p.add("device_kv_cache_min", d.one_seq_kv, "device", "KV for one max_model_len sequence")
+    return int(d.weights + lora + d.activation + d.non_torch + d.graphs + d.context
+               + d.one_seq_kv), None
 
 
 # ---------------------------------------------------------------------------- seed-compatible API

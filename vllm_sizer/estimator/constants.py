@@ -44,39 +44,12 @@ WORKER_PROCESS_BYTES = Constant(
     kind="assumed",
     source="one more Python process with torch + vLLM imported (per extra TP/PP rank)",
 )
-# On GPU backends each worker also holds a CUDA context and pinned staging buffers in host RAM.
-CUDA_WORKER_HOST_BYTES = Constant(
-    value=1.5 * GiB,
-    kind="assumed",
-    source="CUDA context, cuBLAS/NCCL host allocations and pinned buffers per GPU worker; "
-    "not measurable here (no GPU)",
-)
-# Model loading streams safetensors shards through host memory (mmap'ed, charged to the pod's
-# cgroup while resident). transformers' save_pretrained default max_shard_size is 5GB.
-LOADING_BUFFER_BYTES = Constant(
-    value=5e9,
-    kind="derived",
-    source="one safetensors shard resident during load; transformers save_pretrained "
-    "max_shard_size default '5GB'",
-)
 # vLLM's multimodal processor cache default, per API-server and engine process.
 MM_PROCESSOR_CACHE_GIB_DEFAULT = Constant(
     value=4,
     kind="derived",
     source="vLLM ModelConfig.mm_processor_cache_gb default 4 (GiB), one cache in the API "
     "process and one in the engine core",
-)
-# Non-torch device memory on CUDA (NCCL, cuBLAS workspace) counted by vLLM's profiler.
-CUDA_NON_TORCH_BYTES = Constant(
-    value=0.5 * GiB,
-    kind="assumed",
-    source="typical non-torch allocations reported by vLLM's memory profiler logs",
-)
-# CUDA graph capture memory on device when not enforce_eager.
-CUDA_GRAPH_BYTES = Constant(
-    value=1 * GiB,
-    kind="assumed",
-    source="vLLM logs 'Graph capturing finished ... took 0.5-1.5 GiB' on 7-70B models",
 )
 # Default CPU KV cache the decision pins for vLLM versions that size it from the pod limit.
 PINNED_CPU_KV_GIB_DEFAULT = Constant(
@@ -101,3 +74,69 @@ ACTIVATION_SAMPLER_COPIES = Constant(
     source="vLLM sampler: fp32 logits, softmax probs and logprobs per sampled row",
 )
 
+
+
+# ---------------------------------------------------------------------------------------- GPU
+# Fitted on the "fit" rows of data/gpu_evidence.json by gpu_evidence.fit_constants (a test keeps
+# the stored block equal to a fresh fit); the "validation" rows are never used here.
+def _gpu_fitted() -> dict:
+    raw = json.loads(resources.files(__package__).joinpath("data/gpu_evidence.json").read_text())
+    return raw["fitted"]
+
+
+_F = _gpu_fitted()
+_EV = "data/gpu_evidence.json"
+GPU_FORWARD_FACTOR = Constant(
+    value=_F["forward_factor"]["value"], kind="measured",
+    source=f"largest measured/derived forward peak over first-PP-stage fit rows ({_EV}, "
+    f"{_F['forward_factor']['max_row']})")
+GPU_SAMPLER_FP32_COPIES_SORT = Constant(
+    value=_F["sampler_fp32_copies_sort"]["value"], kind="derived",
+    source="sort path: fp32 logits, sorted values + int64 indices, probs, scatter, masks and the "
+    f"sort's double buffers = 9.5 fp32 copies; fit rows reach {_F['sampler_fp32_copies_sort']['max_fit']} "
+    f"({_EV})")
+GPU_SAMPLER_FP32_COPIES_TRITON = Constant(
+    value=_F["sampler_fp32_copies_triton"]["value"], kind="measured",
+    source="Triton top-k/top-p path (vLLM ≥ 0.17): largest fit row "
+    f"({_F['sampler_fp32_copies_triton']['max_row']}, {_EV})")
+GPU_NON_TORCH_TABLE: tuple = tuple(
+    (tuple(int(x) for x in e["since"].split(".")), e["tp1"],
+     e["tpn"] if e["tpn"] is not None else _F["non_torch_gib"][0]["tpn"],
+     f"largest fit row for vLLM ≥ {e['since']} ({_EV})" + (
+         "" if e["tpn"] is not None else "; TP>1 not measured in this range: the ≥ 0.18 value "
+         "is assumed"))
+    for e in _F["non_torch_gib"])
+GPU_GRAPH_DENSE_BASE = Constant(
+    value=_F["cuda_graph_dense"]["base_gib"], kind="measured",
+    source=f"CUDA graph pool of dense models = base + per-layer × decoder layers per stage, a line "
+    f"over {_F['cuda_graph_dense']['rows']} fit rows shifted to cover all of them ({_EV})")
+GPU_GRAPH_DENSE_PER_LAYER = Constant(
+    value=_F["cuda_graph_dense"]["per_layer_gib"], kind="measured", source=GPU_GRAPH_DENSE_BASE.source)
+GPU_GRAPH_MOE = Constant(
+    value=_F["cuda_graph_moe_gib"]["value"], kind="measured",
+    source=f"largest CUDA graph pool of the MoE fit rows ({_F['cuda_graph_moe_gib']['max_row']}, {_EV})")
+GPU_CONTEXT_TP1 = Constant(value=_F["context_tp1_gib"]["value"], kind="measured",
+                           source=f"CUDA context at vLLM's init snapshot, TP 1 ({_EV})")
+GPU_CONTEXT_TPN = Constant(value=_F["context_tpn_gib"]["value"], kind="measured",
+                           source=f"CUDA context + NCCL at vLLM's init snapshot, TP > 1 ({_EV})")
+
+# Host side of GPU pods (host_processes.py).
+GPU_WORKER_PROCESS_BYTES = Constant(
+    value=3 * GiB, kind="measured",
+    source="RSS of one vLLM GPU worker process without offload: ~3 GB "
+    "(github.com/vllm-project/vllm/pull/48436: 'per-worker RSS of ~35GB (32GB + 3)'); "
+    f"host rows of {_EV}")
+EXTRA_PROCESS_BYTES = Constant(
+    value=1 * GiB, kind="assumed",
+    source="one more API-server or data-parallel engine-core process (torch + vLLM imported, "
+    "no CUDA context)")
+COMPILE_WORKERS_BYTES = Constant(
+    value=0.5 * GiB, kind="assumed",
+    source="torch.compile / Inductor compile worker subprocesses during startup (not measured)")
+PINNED_ROUNDING_BOUND = Constant(
+    value=2.0, kind="derived",
+    source="PyTorch's CachingHostAllocator rounds each pinned block up to the next power of two: "
+    "< 2x of the request (measured 1.6-1.92x in vllm-project/vllm #48436, #53042, #56410)")
+LMCACHE_LOCAL_CPU_GB_DEFAULT = Constant(
+    value=5.0, kind="assumed",
+    source="LMCache max_local_cpu_size default (GB) per worker (LMCACHE_MAX_LOCAL_CPU_SIZE)")

@@ -99,3 +99,14 @@ def levers_within(geometry: ModelGeometry, settings: EngineSettings, limit_bytes
     if length is not None:
         out.append(("--max-model-len", str(length)))
     return out
+
+
+def gpu_limits_within(geometry: ModelGeometry, settings: EngineSettings) -> dict[str, int | None]:
+    """Device side: the largest max_model_len (at the given max_num_seqs) and the largest
+    max_num_seqs (at the given max_model_len) for which the upper estimate leaves vLLM's KV
+    cache room for one max_model_len sequence on every GPU (a suggestion that surely fits).
+    Needs settings.gpu_memory_bytes; None when nothing fits or the GPU size is unknown."""
+    rep = build_report(geometry, settings)
+    length, seqs = rep.device_max_model_len, rep.device_max_num_seqs
+    return {"max_model_len": length if length and length >= 16 else None,
+            "max_num_seqs": seqs if seqs else None}

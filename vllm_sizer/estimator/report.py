@@ -32,7 +32,9 @@ class MemoryReport(BaseModel):
     other_host_bytes: int
     total_memory_bytes: int  # HOST memory: what the pod's memory limit must cover
     device_memory_bytes: int | None  # per GPU, None on the CPU backend
-    device_fits: bool | None  # None when the GPU memory size is unknown
+    device_fits: bool | None  # False: surely does not fit; None: unknown GPU or uncertain
+    device_max_model_len: int | None = None  # largest max_model_len the upper estimate fits
+    device_max_num_seqs: int | None = None  # largest max_num_seqs the upper estimate fits
     lora_scratch_case: str | None
     kv_cache_auto_sized: bool
     terms: list[Term]

@@ -60,6 +60,14 @@ class EngineSettings(BaseModel):
     kv_cache_memory_bytes: int | None = None
     enforce_eager: bool = False
     mm_processor_cache_gb: float | None = None
+    api_server_count: int | None = None
+    load_format: str | None = None
+    kv_offloading_size_gib: float | None = None  # --kv-offloading-size (GiB, all ranks)
+    kv_offloading_backend: str | None = None  # --kv-offloading-backend native | lmcache
+    kv_connector: str | None = None  # kv_transfer_config.kv_connector
+    kv_connector_cpu_bytes: int | None = None  # kv_connector_extra_config.cpu_bytes_to_use
+    simple_kv_offload: bool = False  # VLLM_USE_SIMPLE_KV_OFFLOAD=1
+    lmcache_local_cpu_gb: float | None = None  # LMCACHE_MAX_LOCAL_CPU_SIZE (GB per worker)
     cpu_kvcache_space_gib: float | None = Field(
         default=None, description="VLLM_CPU_KVCACHE_SPACE (GiB)")
     # Facts about where it runs (from the pod spec / node), not vLLM flags.
