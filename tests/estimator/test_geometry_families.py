@@ -38,3 +38,10 @@ def test_falcon_refinedweb_config_reads_as_falcon():
     assert g.num_kv_heads == 1 and not g.gated_mlp and g.norms_per_layer == 1
     assert g.parameter_count() == pytest.approx(7e9, rel=0.02)  # model card: 7B
     assert g.kv_bytes_per_token(2) == 32 * 2 * 64 * 2
+
+
+def test_phi3_vision_counts_its_clip_image_tower():
+    # The config only names the CLIP checkpoint (img_processor); the tower is CLIP ViT-L/14-336.
+    g = _geo("microsoft/Phi-3.5-vision-instruct")
+    assert g.vision_parameters > 250_000_000
+    assert g.parameter_count() == pytest.approx(4.2e9, rel=0.02)  # model card: 4.2B

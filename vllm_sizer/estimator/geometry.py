@@ -56,6 +56,12 @@ QUANT_BYTES_PER_PARAM: dict[str, float] = {
 }
 
 
+# Phi-3(.5)-vision configs name their image tower only ("img_processor"); vLLM builds it from a
+# fixed CLIP ViT-L/14-336 config (vllm/model_executor/models/phi3v.py,
+# CLIP_VIT_LARGE_PATCH14_336_CONFIG: hidden 1024, intermediate 4096, 24 layers, patch 14).
+PHI3V_CLIP_VISION: dict[str, Any] = {"hidden_size": 1024, "intermediate_size": 4096,
+                                     "num_hidden_layers": 24, "patch_size": 14}
+
 # Hub configs list only non-default keys; these are the defaults of the config classes they
 # omit (transformers Gemma3TextConfig.__init__ defaults), so sparse configs read correctly.
 MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -237,8 +243,9 @@ class ModelGeometry(BaseModel, frozen=True):
             sliding_window_layers=sliding_layers,
             quantization=_read_quantization(c.get("quantization_config")
                                             or top.get("quantization_config")),
-            vision_parameters=_vision_parameters(top.get("vision_config"),
-                                                str(top.get("model_type") or "").lower()),
+            vision_parameters=_vision_parameters(top.get("vision_config") or (
+                PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
+                str(top.get("model_type") or "").lower()),
         )
 
     # ------------------------------------------------------------------ shapes
