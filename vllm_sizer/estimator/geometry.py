@@ -123,7 +123,7 @@ class ModelGeometry(BaseModel, frozen=True):
     qk_norm: bool = False
     norms_per_layer: int = 2
     layernorm_bias: bool = False
-    learned_positions: int = 0  # OPT: learned position table rows
+    learned_positions: int = 0  # OPT / GPT-2: learned position table rows
     attention_sinks: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
@@ -228,8 +228,7 @@ class ModelGeometry(BaseModel, frozen=True):
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES,
-            learned_positions=(int(c.get("max_position_embeddings") or 0) + 2)
-            if model_type == "opt" else 0,
+            learned_positions=_learned_positions(c, model_type),
             attention_sinks=model_type == "gpt_oss",
             moe=moe,
             mla=mla,
@@ -410,6 +409,18 @@ def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
     if c.get("new_decoder_architecture"):
         return int(c.get("num_ln_in_parallel_attn") or 2)
     return 1 if c.get("parallel_attn", True) else 2
+
+
+def _learned_positions(c: Mapping[str, Any], model_type: str) -> int:
+    """Rows of a learned absolute position table. OPT: max_position_embeddings + 2
+    (transformers OPTLearnedPositionalEmbedding offset 2); GPT-2: n_positions rows
+    (transformers modeling_gpt2.py GPT2Model.wpe = nn.Embedding(config.max_position_embeddings,
+    embed_dim), GPT2Config maps max_position_embeddings to n_positions)."""
+    if model_type == "opt":
+        return int(c.get("max_position_embeddings") or 0) + 2
+    if model_type == "gpt2":
+        return int(c.get("n_positions") or c.get("max_position_embeddings") or 0)
+    return 0
 
 
 def _int_or_none(v: Any) -> int | None:
