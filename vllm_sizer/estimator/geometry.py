@@ -18,7 +18,14 @@ from .errors import MissingConfigField
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
 # Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
 NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloom", "mpt",
-                       "starcoder2", "gpt_bigcode", "refinedweb", "refinedwebmodel"}
+                       "starcoder2", "gpt_bigcode", "refinedweb", "refinedwebmodel",
+                       "bert", "roberta", "xlm-roberta"}
+# BERT-style encoders (embedding / reranking models): every linear and LayerNorm has a bias, the
+# embeddings add learned position and token-type tables and a LayerNorm, and BertModel /
+# XLMRobertaModel checkpoints carry a pooler (Linear(h, h)). Source: transformers
+# models/bert/modeling_bert.py (BertEmbeddings, BertSelfAttention, BertSelfOutput,
+# BertIntermediate, BertOutput, BertPooler); models/xlm_roberta/modeling_xlm_roberta.py the same.
+ENCODER_TYPES = {"bert", "roberta", "xlm-roberta"}
 # Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
 # RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
 FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
@@ -123,7 +130,9 @@ class ModelGeometry(BaseModel, frozen=True):
     qk_norm: bool = False
     norms_per_layer: int = 2
     layernorm_bias: bool = False
-    learned_positions: int = 0  # OPT / GPT-2: learned position table rows
+    learned_positions: int = 0  # OPT / GPT-2 / BERT: learned position table rows
+    token_type_rows: int = 0  # BERT-style encoders: token-type embedding rows
+    pooler: bool = False  # BERT-style encoders: pooler dense layer (h*h + h)
     attention_sinks: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
@@ -217,18 +226,23 @@ class ModelGeometry(BaseModel, frozen=True):
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
             or bool(c.get("add_qkv_bias")),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
-            mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"}
+            mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"} | ENCODER_TYPES
             or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
-            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES,
+            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES
+            | ENCODER_TYPES,
             learned_positions=_learned_positions(c, model_type),
+            token_type_rows=int(c.get("type_vocab_size") or 0) if model_type in ENCODER_TYPES
+            else 0,
+            pooler=model_type in ENCODER_TYPES and arch in {"BertModel", "RobertaModel",
+                                                            "XLMRobertaModel"},
             attention_sinks=model_type == "gpt_oss",
             moe=moe,
             mla=mla,
@@ -360,7 +374,10 @@ class ModelGeometry(BaseModel, frozen=True):
 
     def embedding_parameters(self) -> int:
         n = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
-        return n + self.learned_positions * self.hidden_size
+        n += (self.learned_positions + self.token_type_rows) * self.hidden_size
+        if self.pooler:
+            n += self.hidden_size * self.hidden_size + self.hidden_size
+        return n
 
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
@@ -420,6 +437,8 @@ def _learned_positions(c: Mapping[str, Any], model_type: str) -> int:
         return int(c.get("max_position_embeddings") or 0) + 2
     if model_type == "gpt2":
         return int(c.get("n_positions") or c.get("max_position_embeddings") or 0)
+    if model_type in ENCODER_TYPES:  # BertEmbeddings.position_embeddings
+        return int(c.get("max_position_embeddings") or 0)
     return 0
 
 
