@@ -31,3 +31,19 @@ def test_bert_encoder_counts_biases_position_token_type_tables_and_pooler():
     # XLM-R sequence classifier (bge-reranker-v2-m3): 8194 position rows, one token type, no pooler
     r = _geo("BAAI/bge-reranker-v2-m3")
     assert r.learned_positions == 8194 and r.token_type_rows == 1 and not r.pooler
+
+
+def test_sparse_llava_text_config_takes_llama_defaults_but_top_level_llama_does_not():
+    # llava-1.5-7b-hf's text_config lists only non-default keys (no hidden_size, no layer count);
+    # transformers fills them from LlamaConfig's defaults: a Llama-2-7B body with 32064 tokens.
+    g = _geo("llava-hf/llava-1.5-7b-hf")
+    assert (g.hidden_size, g.num_layers, g.num_attention_heads, g.intermediate_size) == \
+        (4096, 32, 32, 11008)
+    assert g.vocab_size == 32064 and not g.tie_word_embeddings and g.vision_parameters > 2.5e8
+    # safetensors total of llava-1.5-7b-hf is 7.06B (CLIP ViT-L/14-336 tower included)
+    assert abs(g.parameter_count() / 7.06e9 - 1) < 0.02
+    import pytest
+    from vllm_sizer.estimator.errors import MissingConfigField
+    with pytest.raises(MissingConfigField):
+        ModelGeometry.from_hf_config({"model_type": "llama", "vocab_size": 32000,
+                                      "num_hidden_layers": 32, "num_attention_heads": 32})

@@ -72,6 +72,18 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+# Composite (multimodal) configs serialize only the non-default keys of their text_config (e.g.
+# llava-hf/llava-1.5-7b-hf: text_config {"model_type": "llama", "vocab_size": 32064, ...} with no
+# hidden_size); transformers fills the rest from the sub-config class defaults
+# (transformers LlamaConfig.__init__). Applied only to a nested text_config, never to a top-level
+# config, so a top-level config missing a field still gets its diagnostic.
+TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+              "num_hidden_layers": 32, "num_attention_heads": 32,
+              "max_position_embeddings": 2048, "tie_word_embeddings": False},
+}
+
+
 class MoE(BaseModel, frozen=True):
     num_experts: int
     experts_per_token: int
@@ -149,6 +161,9 @@ class ModelGeometry(BaseModel, frozen=True):
         top = dict(config)
         text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
         c: dict[str, Any] = {**top, **text} if text else top
+        if text:
+            sub_type = str(text.get("model_type") or "").lower()
+            c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
         model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
         c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
         archs = top.get("architectures") or c.get("architectures") or [""]
