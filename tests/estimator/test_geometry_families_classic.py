@@ -28,9 +28,10 @@ def test_bert_encoder_counts_biases_position_token_type_tables_and_pooler():
     assert g.parameter_count() == 22713216
     # BERT-base geometry (snowflake-arctic-embed-m): 109,482,240 with the pooler
     assert _geo("Snowflake/snowflake-arctic-embed-m").parameter_count() == 109482240
-    # XLM-R sequence classifier (bge-reranker-v2-m3): 8194 position rows, one token type, no pooler
+    # XLM-R sequence classifier (bge-reranker-v2-m3): 8194 position rows, one token type, and the
+    # classification head's dense h*h layer in place of a pooler
     r = _geo("BAAI/bge-reranker-v2-m3")
-    assert r.learned_positions == 8194 and r.token_type_rows == 1 and not r.pooler
+    assert r.learned_positions == 8194 and r.token_type_rows == 1 and r.pooler
 
 
 def test_sparse_llava_text_config_takes_llama_defaults_but_top_level_llama_does_not():

@@ -144,7 +144,9 @@ class ModelGeometry(BaseModel, frozen=True):
     layernorm_bias: bool = False
     learned_positions: int = 0  # OPT / GPT-2 / BERT: learned position table rows
     token_type_rows: int = 0  # BERT-style encoders: token-type embedding rows
-    pooler: bool = False  # BERT-style encoders: pooler dense layer (h*h + h)
+    # BERT-style encoders: BertPooler.dense (BertModel, BertForSequenceClassification) or the
+    # classification head's dense (RobertaClassificationHead.dense), h*h + h either way
+    pooler: bool = False
     attention_sinks: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
@@ -256,8 +258,8 @@ class ModelGeometry(BaseModel, frozen=True):
             learned_positions=_learned_positions(c, model_type),
             token_type_rows=int(c.get("type_vocab_size") or 0) if model_type in ENCODER_TYPES
             else 0,
-            pooler=model_type in ENCODER_TYPES and arch in {"BertModel", "RobertaModel",
-                                                            "XLMRobertaModel"},
+            pooler=model_type in ENCODER_TYPES
+            and (arch.endswith("Model") or arch.endswith("ForSequenceClassification")),
             attention_sinks=model_type == "gpt_oss",
             moe=moe,
             mla=mla,
