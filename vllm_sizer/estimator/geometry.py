@@ -18,7 +18,14 @@ from .errors import MissingConfigField
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
 # Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
 NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloom", "mpt",
-                       "starcoder2", "gpt_bigcode", "refinedweb", "refinedwebmodel"}
+                       "starcoder2", "gpt_bigcode", "refinedweb", "refinedwebmodel",
+                       "bert", "roberta", "xlm-roberta"}
+# BERT-style encoders (embedding / reranking models): every linear and LayerNorm has a bias, the
+# embeddings add learned position and token-type tables and a LayerNorm, and BertModel /
+# XLMRobertaModel checkpoints carry a pooler (Linear(h, h)). Source: transformers
+# models/bert/modeling_bert.py (BertEmbeddings, BertSelfAttention, BertSelfOutput,
+# BertIntermediate, BertOutput, BertPooler); models/xlm_roberta/modeling_xlm_roberta.py the same.
+ENCODER_TYPES = {"bert", "roberta", "xlm-roberta"}
 # Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
 # RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
 FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
@@ -68,6 +75,18 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3_text": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                     "vocab_size": 262208, "max_position_embeddings": 131072,
                     "sliding_window_pattern": 6, "tie_word_embeddings": True},
+}
+
+
+# Composite (multimodal) configs serialize only the non-default keys of their text_config (e.g.
+# llava-hf/llava-1.5-7b-hf: text_config {"model_type": "llama", "vocab_size": 32064, ...} with no
+# hidden_size); transformers fills the rest from the sub-config class defaults
+# (transformers LlamaConfig.__init__). Applied only to a nested text_config, never to a top-level
+# config, so a top-level config missing a field still gets its diagnostic.
+TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+              "num_hidden_layers": 32, "num_attention_heads": 32,
+              "max_position_embeddings": 2048, "tie_word_embeddings": False},
 }
 
 
@@ -129,7 +148,11 @@ class ModelGeometry(BaseModel, frozen=True):
     qk_norm: bool = False
     norms_per_layer: int = 2
     layernorm_bias: bool = False
-    learned_positions: int = 0  # OPT: learned position table rows
+    learned_positions: int = 0  # OPT / GPT-2 / BERT: learned position table rows
+    token_type_rows: int = 0  # BERT-style encoders: token-type embedding rows
+    # BERT-style encoders: BertPooler.dense (BertModel, BertForSequenceClassification) or the
+    # classification head's dense (RobertaClassificationHead.dense), h*h + h either way
+    pooler: bool = False
     attention_sinks: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
@@ -146,6 +169,9 @@ class ModelGeometry(BaseModel, frozen=True):
         top = dict(config)
         text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
         c: dict[str, Any] = {**top, **text} if text else top
+        if text:
+            sub_type = str(text.get("model_type") or "").lower()
+            c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
         model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
         c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
         archs = top.get("architectures") or c.get("architectures") or [""]
@@ -223,19 +249,23 @@ class ModelGeometry(BaseModel, frozen=True):
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
             or bool(c.get("add_qkv_bias")),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in {"opt", "gpt2"} or bool(c.get("enable_bias"))
+            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
-            mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"}
+            mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"} | ENCODER_TYPES
             or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
-            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES,
-            learned_positions=(int(c.get("max_position_embeddings") or 0) + 2)
-            if model_type == "opt" else 0,
+            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES
+            | ENCODER_TYPES,
+            learned_positions=_learned_positions(c, model_type),
+            token_type_rows=int(c.get("type_vocab_size") or 0) if model_type in ENCODER_TYPES
+            else 0,
+            pooler=model_type in ENCODER_TYPES
+            and (arch.endswith("Model") or arch.endswith("ForSequenceClassification")),
             attention_sinks=model_type == "gpt_oss",
             moe=moe,
             mla=mla,
@@ -368,7 +398,10 @@ class ModelGeometry(BaseModel, frozen=True):
 
     def embedding_parameters(self) -> int:
         n = self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
-        return n + self.learned_positions * self.hidden_size
+        n += (self.learned_positions + self.token_type_rows) * self.hidden_size
+        if self.pooler:
+            n += self.hidden_size * self.hidden_size + self.hidden_size
+        return n
 
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
@@ -417,6 +450,20 @@ def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
     if c.get("new_decoder_architecture"):
         return int(c.get("num_ln_in_parallel_attn") or 2)
     return 1 if c.get("parallel_attn", True) else 2
+
+
+def _learned_positions(c: Mapping[str, Any], model_type: str) -> int:
+    """Rows of a learned absolute position table. OPT: max_position_embeddings + 2
+    (transformers OPTLearnedPositionalEmbedding offset 2); GPT-2: n_positions rows
+    (transformers modeling_gpt2.py GPT2Model.wpe = nn.Embedding(config.max_position_embeddings,
+    embed_dim), GPT2Config maps max_position_embeddings to n_positions)."""
+    if model_type == "opt":
+        return int(c.get("max_position_embeddings") or 0) + 2
+    if model_type == "gpt2":
+        return int(c.get("n_positions") or c.get("max_position_embeddings") or 0)
+    if model_type in ENCODER_TYPES:  # BertEmbeddings.position_embeddings
+        return int(c.get("max_position_embeddings") or 0)
+    return 0
 
 
 def _int_or_none(v: Any) -> int | None:
