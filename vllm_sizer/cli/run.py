@@ -274,15 +274,30 @@ async def _controller(args: argparse.Namespace, settings: OperatorSettings, fact
 
 
 # ------------------------------------------------------------------- in-cluster certificates
+def url_sans(url: str | None) -> tuple[list[str], list[str]]:
+    """(IP SANs, DNS SANs) the serving certificate needs for URL mode (VLLM_SIZER_WEBHOOK_URL):
+    the URL's host, besides the Service names."""
+    if not url:
+        return [], []
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if not host:
+        raise ValueError(f"VLLM_SIZER_WEBHOOK_URL={url!r} has no host")
+    return ([host], []) if _is_ip(host) else ([], [host])
+
+
 async def _in_cluster_certificates(settings: OperatorSettings, factory: Any, cleanups: list) -> None:
     from ..operator import certificates as certs
+
+    ips, dns = url_sans(settings.webhook_url)
 
     def ensure() -> bool:
         from kubernetes import client
 
         bundle, changed = certs.ensure_certificate_secret(
             client.CoreV1Api(factory()), settings.operator_namespace, CERT_SECRET_NAME,
-            settings.service_name)
+            settings.service_name, ip_addresses=ips, extra_dns_names=dns)
         on_disk = certs.read_certificates(settings.cert_dir)
         if on_disk is None or on_disk.cert != bundle.cert or on_disk.key != bundle.key:
             certs.write_certificates(settings.cert_dir, bundle)
