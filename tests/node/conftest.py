@@ -114,8 +114,10 @@ def derived_rootfs(dest: pathlib.Path) -> pathlib.Path:
 
 
 def pod_logs(namespace: str, selector: str, tail: int = 80) -> str:
-    return kubectl("logs", "-n", namespace, "-l", selector, "--tail", str(tail),
-                   "--all-containers", "--prefix", check=False)
+    """The last lines of the current and the previous (crashed) containers."""
+    args = ["logs", "-n", namespace, "-l", selector, "--tail", str(tail), "--all-containers",
+            "--prefix"]
+    return kubectl(*args, "--previous", check=False) + kubectl(*args, check=False)
 
 
 @pytest.fixture(scope="module")
