@@ -66,7 +66,8 @@ def kubectl(*args: str, stdin: str | None = None, check: bool = True, timeout: f
 
 def apply(doc: dict[str, Any] | list[dict[str, Any]]) -> None:
     docs = doc if isinstance(doc, list) else [doc]
-    kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(d) for d in docs))
+    kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                  "items": docs}))
 
 
 def get(kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:

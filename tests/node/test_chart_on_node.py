@@ -41,6 +41,12 @@ def run(*cmd: str, timeout: float = 1800) -> str:
 @pytest.fixture(scope="module")
 def image(tmp_path_factory) -> str:
     t0 = time.monotonic()
+    if os.environ.get("VLLM_SIZER_NODE_REUSE_IMAGE") == "1" and subprocess.run(
+            ["buildah", "inspect", "localhost/vllm-sizer:node"], capture_output=True).returncode == 0:
+        tar = tmp_path_factory.mktemp("oci") / "vllm-sizer.tar"  # the image built last time
+        run("buildah", "push", "--quiet", "localhost/vllm-sizer:node", f"oci-archive:{tar}:{IMAGE}")
+        cluster("import", str(tar), IMAGE)
+        return IMAGE
     base = "localhost/vllm-sizer-base:bookworm"
     ctr = run("buildah", "from", "scratch").strip()
     try:
@@ -99,7 +105,7 @@ def installed(image, namespace):
         yield objs
     finally:
         kubectl("delete", "-f", "-", "--wait=false", "--ignore-not-found",
-                stdin="\n---\n".join(json.dumps(o) for o in objs), check=False)
+                stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}), check=False)
         kubectl("delete", "secret", "vllm-sizer-webhook-tls", "-n", RELEASE_NS,
                 "--ignore-not-found", check=False)
 
