@@ -66,3 +66,15 @@ def test_host_network_and_url_mode():
                        ("ValidatingWebhookConfiguration", "/validate")):
         cfg = one(objs, kind)["webhooks"][0]["clientConfig"]
         assert cfg == {"url": "https://127.0.0.1:19443" + path}
+
+
+def test_service_links_cannot_shadow_the_settings():
+    """The Services vllm-sizer-webhook / vllm-sizer-metrics would inject
+    VLLM_SIZER_WEBHOOK_PORT=tcp://IP:443 and VLLM_SIZER_METRICS_PORT=tcp://IP:8080 into every pod
+    of the namespace (Kubernetes' docker-link variables), which the operator reads as its ports
+    and refuses to start with (seen on a real kubelet): both roles turn them off."""
+    for objs in (render_objects(), render_objects(HOST_VALUES)):
+        services = {s["metadata"]["name"] for s in by_kind(objs, "Service")}
+        assert {"vllm-sizer-webhook", "vllm-sizer-metrics"} <= services
+        for dep in by_kind(objs, "Deployment"):
+            assert dep["spec"]["template"]["spec"]["enableServiceLinks"] is False
