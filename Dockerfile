@@ -3,10 +3,15 @@
 #   docker build -t vllm-sizer:0.1.0 .
 #   (the Helm chart runs it as `vllm-sizer run --role webhook|controller`)
 
+# The base: any Debian-like image with Python 3.11+ (`python`, `python -m venv`, groupadd and
+# useradd), e.g. one made from a debootstrap rootfs (tests/node builds it that way with
+# buildah: --build-arg PYTHON_IMAGE=localhost/...). PIP_CERT: a CA bundle for pip where a
+# proxy re-signs TLS (mount it, e.g. -v /etc/ssl/certs/ca-certificates.crt:...:ro).
 ARG PYTHON_IMAGE=python:3.11-slim
 
 # ---- build: install the package and its dependencies into a venv ----------------------------
 FROM ${PYTHON_IMAGE} AS build
+ARG PIP_CERT=""
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
@@ -15,7 +20,8 @@ WORKDIR /src
 # Only what `pip install .` needs (see .dockerignore).
 COPY pyproject.toml README.md ./
 COPY vllm_sizer ./vllm_sizer
-RUN /opt/vllm-sizer/bin/pip install --no-compile '.[operator]' \
+RUN if [ -z "$PIP_CERT" ]; then unset PIP_CERT; fi \
+ && /opt/vllm-sizer/bin/pip install --no-compile '.[operator]' \
  && /opt/vllm-sizer/bin/python -m compileall -q /opt/vllm-sizer/lib \
  && /opt/vllm-sizer/bin/vllm-sizer --help >/dev/null
 

@@ -3,8 +3,9 @@
 Runs only with VLLM_SIZER_E2E=1 and KUBECONFIG set. Needs nothing but an API server that can
 reach the webhook at VLLM_SIZER_E2E_WEBHOOK_HOST (default 127.0.0.1, right for an API server on
 this machine; kind.sh passes the docker network gateway): no kubelet, no controller-manager, no
-pods. Every test works in a fresh namespace `vllm-sizer-e2e-<random>`; the objects are deleted
-at the end (the namespace itself only disappears where a namespace controller runs)."""
+pods. Every test works in a fresh namespace `vllm-sizer-e2e-<random>`; the `namespace`
+fixture deletes what the tests created and the namespace at the end of the session, pass or
+fail (the namespace itself disappears where a namespace controller runs, as in CI)."""
 
 from __future__ import annotations
 
@@ -51,15 +52,48 @@ def kube() -> Any:
 
 @pytest.fixture(scope="session")
 def namespace(kube: Any) -> Iterator[str]:
+    """A fresh namespace for the session; its objects and the namespace are deleted after the
+    last test, whatever the tests did (a failed test must not leave vLLM workloads behind)."""
     from kubernetes import client
 
     name = f"vllm-sizer-e2e-{uuid.uuid4().hex[:6]}"
     client.CoreV1Api(kube).create_namespace({"metadata": {"name": name}})
-    yield name
     try:
-        client.CoreV1Api(kube).delete_namespace(name)
-    except Exception:  # noqa: BLE001 - best effort
-        pass
+        yield name
+    finally:
+        leftovers = cleanup_namespace(kube, name)
+        assert leftovers == [], f"e2e cleanup left {leftovers} in {name}"
+
+
+def cleanup_namespace(kube: Any, name: str) -> list[str]:
+    """Delete the workloads, ConfigMaps and LimitRanges the suite creates, then the namespace.
+    Returns what is still listed afterwards (workloads only: their deletion is synchronous)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    apps = client.AppsV1Api(kube)
+    core = client.CoreV1Api(kube)
+    kinds = ((apps.list_namespaced_deployment, apps.delete_namespaced_deployment, "Deployment"),
+             (apps.list_namespaced_stateful_set, apps.delete_namespaced_stateful_set,
+              "StatefulSet"),
+             (core.list_namespaced_config_map, core.delete_namespaced_config_map, "ConfigMap"),
+             (core.list_namespaced_limit_range, core.delete_namespaced_limit_range,
+              "LimitRange"))
+    for list_fn, delete_fn, _kind in kinds:
+        for item in list_fn(name).items:
+            try:
+                delete_fn(item.metadata.name, name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+    left = [f"{kind}/{item.metadata.name}" for list_fn, _d, kind in kinds[:2]
+            for item in list_fn(name).items]
+    try:
+        core.delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    return left
 
 
 class DevProcess:
@@ -164,3 +198,30 @@ def dev(kube: Any, namespace: str, model_configmap: str, limit_range: int,
     finally:
         if proc.proc is not None and proc.proc.poll() is None:
             proc.stop()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+    """One line saying what the e2e tier did and against which API server (CI runs pytest -q,
+    which otherwise shows only dots)."""
+    counts: dict[str, int] = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for rep in terminalreporter.stats.get(outcome, []):
+            if getattr(rep, "nodeid", "").startswith("tests/e2e/") and \
+                    (rep.when == "call" or outcome != "passed"):
+                counts[outcome] = counts.get(outcome, 0) + 1
+    if not counts:
+        return
+    where = _server_version() if e2e_enabled() else SKIP_REASON
+    terminalreporter.write_line(
+        "e2e tier: " + ", ".join(f"{n} {k}" for k, n in counts.items()) + f" ({where})")
+
+
+def _server_version() -> str:
+    try:
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(config_file=os.environ["KUBECONFIG"])
+        v = client.VersionApi(api).get_code()
+        return f"kube-apiserver {v.git_version} at {api.configuration.host}"
+    except Exception as exc:  # noqa: BLE001 - the summary line must not fail the run
+        return f"API server version unknown: {exc}"

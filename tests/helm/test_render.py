@@ -127,8 +127,10 @@ def test_service_monitor() -> None:
     for dep in by_kind(objs, "Deployment"):
         pod_labels = dep["spec"]["template"]["metadata"]["labels"]
         assert all(pod_labels.get(k) == v for k, v in sel.items())
-        ports = {p["name"]: p["containerPort"] for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
-        assert ports["metrics"] == 8080
+        c = dep["spec"]["template"]["spec"]["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert ports["metrics"] == int(env["VLLM_SIZER_METRICS_PORT"])  # what the process serves
     assert not by_kind(render_objects(), "ServiceMonitor")
 
 
@@ -192,7 +194,7 @@ def test_controller_deployment_is_single_recreate() -> None:
     assert dep["spec"]["replicas"] == 1
     assert dep["spec"]["strategy"] == {"type": "Recreate"}
     c = dep["spec"]["template"]["spec"]["containers"][0]
-    assert c["args"] == ["--role", "controller"]
+    assert c["args"] == ["--role", "controller", "--liveness", "http://0.0.0.0:8083/healthz"]
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "vllm-sizer-controller"
     # The controller and the webhook select disjoint pods.
     web = one(render_objects(), "Deployment", "vllm-sizer-webhook")
@@ -242,11 +244,13 @@ def test_env_follows_settings_contract(case: str) -> None:
         settings = OperatorSettings.from_env({k: v for k, v in env.items() if v is not None})
         assert settings.operator_namespace == NS
         assert settings.service_name == "vllm-sizer-webhook"
-        from vllm_sizer.operator.settings import METRICS_PORT, WEBHOOK_PORT
-        assert (settings.webhook_port, settings.metrics_port) == (WEBHOOK_PORT, METRICS_PORT)
+        from vllm_sizer.operator.settings import WEBHOOK_PORT
+        # the ports the process serves are the ports the pod declares (per role: distinct, so
+        # both roles fit one node with hostNetwork)
         ports = {p["name"]: p["containerPort"]
                  for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
-        assert ports["metrics"] == METRICS_PORT and ports.get("webhook", WEBHOOK_PORT) == WEBHOOK_PORT
+        assert settings.metrics_port == ports["metrics"]
+        assert settings.webhook_port == ports.get("webhook", WEBHOOK_PORT)
 
 
 def test_settings_values_reach_the_operator() -> None:

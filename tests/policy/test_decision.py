@@ -194,3 +194,65 @@ def test_sized_label_on_create_or_mutation_only():
     assert out["spec"]["template"]["metadata"]["labels"] == {"vllm-sizer.io/sized": "true"}
     again = review_object(out, None, PolicySettings(), read=stub_reader(LORA), label_pods=True)
     assert again.patch == []
+
+
+# ---- the decision annotation describes the object as it is -----------------------------------
+
+def _mutated(obj, **policy):
+    r = review(obj, **policy)
+    assert r.verdict == "mutate"
+    return jsonpatch.apply_patch(obj, r.patch)
+
+
+def _container(obj):
+    return obj["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_decision_is_kept_while_the_object_carries_the_mutation():
+    admitted = _mutated(deployment(limit="8Gi", request="8Gi"))
+    again = review(admitted)  # a reinvocation, or an UPDATE that changes nothing we size
+    assert again.verdict == "allow"
+    assert A_DECISION not in again.annotations
+    assert again.patch == []
+
+
+def test_hand_lowered_limit_rewrites_the_decision():
+    admitted = _mutated(deployment(limit="8Gi", request="8Gi"))
+    old = admitted["metadata"]["annotations"][A_DECISION]
+    lowered = copy.deepcopy(admitted)
+    _container(lowered)["resources"] = {"limits": {"memory": "10Gi"}, "requests": {"memory": "10Gi"}}
+    warned = review(lowered, mode="warn")
+    out = jsonpatch.apply_patch(lowered, warned.patch)
+    text = out["metadata"]["annotations"][A_DECISION]
+    assert text != old and text.startswith("warn: undersized, needs ")
+    # mutate mode raises it again and says so, from the lowered value
+    raised = jsonpatch.apply_patch(lowered, review(lowered).patch)
+    assert raised["metadata"]["annotations"][A_DECISION].startswith("mutate: limits.memory 10.0Gi → ")
+    # a limit raised by hand above the estimate: the old mutation text no longer applies
+    bigger = copy.deepcopy(admitted)
+    _container(bigger)["resources"] = {"limits": {"memory": "64Gi"}, "requests": {"memory": "64Gi"}}
+    out = jsonpatch.apply_patch(bigger, review(bigger).patch)
+    assert out["metadata"]["annotations"][A_DECISION] == \
+        f"allow: limits.memory 64.0Gi covers {out['metadata']['annotations'][A_ESTIMATE]}"
+
+
+def test_mode_off_after_a_mutation_says_off_and_drops_the_estimate():
+    admitted = _mutated(deployment(limit="8Gi", request="8Gi"))
+    admitted["metadata"]["annotations"]["vllm-sizer.io/mode"] = "off"
+    r = review(admitted)
+    assert r.verdict == "skip"
+    out = jsonpatch.apply_patch(admitted, r.patch)
+    ann = out["metadata"]["annotations"]
+    assert ann[A_DECISION] == "off: not sized (vllm-sizer mode is off)"
+    for key in (A_ESTIMATE, "vllm-sizer.io/breakdown", "vllm-sizer.io/notes",
+                "vllm-sizer.io/estimator-version"):
+        assert key not in ann
+    assert ann["vllm-sizer.io/mode"] == "off"
+    assert _container(out)["resources"] == _container(admitted)["resources"]  # untouched
+    assert review(out).patch == []  # and stable
+
+
+def test_mode_off_never_touches_an_object_we_never_sized():
+    obj = deployment(limit="8Gi", annotations={"vllm-sizer.io/mode": "off"})
+    r = review(obj)
+    assert r.patch == [] and r.annotations == {}

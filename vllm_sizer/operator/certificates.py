@@ -213,9 +213,11 @@ def certificate_sans(cert_pem: bytes | str) -> tuple[list[str], list[str]]:
             [str(ip) for ip in ext.value.get_values_for_type(x509.IPAddress)])
 
 
-def covers(cert_pem: bytes | str, dns_names: Iterable[str]) -> bool:
-    names, _ = certificate_sans(cert_pem)
-    return set(dns_names) <= set(names)
+def covers(cert_pem: bytes | str, dns_names: Iterable[str],
+           ip_addresses: Iterable[str] = ()) -> bool:
+    names, ips = certificate_sans(cert_pem)
+    return set(dns_names) <= set(names) and \
+        {str(ipaddress.ip_address(i)) for i in ip_addresses} <= {str(i) for i in ips}
 
 
 def merge_ca_bundles(*bundles: bytes | str | None, now: dt.datetime | None = None,
@@ -340,6 +342,7 @@ def _resource_version(obj: Any) -> str | None:
 def ensure_certificate_secret(core_api: Any, namespace: str, secret_name: str, service: str, *,
                               before: dt.timedelta = ROTATE_BEFORE,
                               ip_addresses: Iterable[str] = (),
+                              extra_dns_names: Iterable[str] = (),
                               attempts: int = 3) -> tuple[CertificateBundle, bool]:
     """Read the Secret through `kubernetes.client.CoreV1Api`; create it when missing, re-issue the
     serving certificate when it expires within `before` or does not cover the service names
@@ -350,7 +353,8 @@ def ensure_certificate_secret(core_api: Any, namespace: str, secret_name: str, s
     (`write_certificates`): `prepare_self_signed` does the three in that order."""
     from kubernetes.client.exceptions import ApiException
 
-    names = service_dns_names(service, namespace)
+    ip_addresses, extra_dns_names = list(ip_addresses), list(extra_dns_names)
+    names = service_dns_names(service, namespace) + extra_dns_names
     for attempt in range(attempts):
         try:
             existing = core_api.read_namespaced_secret(secret_name, namespace)
@@ -359,12 +363,14 @@ def ensure_certificate_secret(core_api: Any, namespace: str, secret_name: str, s
                 raise
             existing = None
         bundle = bundle_from_secret(existing) if existing is not None else None
-        if bundle is not None and not needs_rotation(bundle.cert, before) and covers(bundle.cert, names):
+        if bundle is not None and not needs_rotation(bundle.cert, before) and \
+                covers(bundle.cert, names, ip_addresses):
             return bundle, False
         ca = None
         if bundle is not None and bundle.ca_key and not needs_rotation(bundle.ca_cert, before * 2):
             ca = (bundle.ca_cert, bundle.ca_key)
-        fresh = generate_self_signed(service, namespace, ip_addresses=ip_addresses, ca=ca)
+        fresh = generate_self_signed(service, namespace, ip_addresses=ip_addresses,
+                                     extra_dns_names=extra_dns_names, ca=ca)
         body = secret_body(fresh, secret_name, namespace)
         try:
             if existing is None:

@@ -28,11 +28,22 @@ def list_items(resp: Any) -> list[dict[str, Any]]:
 
 
 
+# A background listing is never on the admission path (reviews read its last view from
+# memory), so it is not held to the review's `lookup_timeout_seconds`: the first listing of a
+# fresh process (kubeconfig, TLS handshake, a busy API server) took over 2.5 s on a loaded
+# 2-core machine, and a LimitRange ceiling then went unseen for a whole TTL.
+LISTING_TIMEOUT_SECONDS = 10.0
+# After a failed listing: retry after 1 s, doubling, never later than the TTL.
+LISTING_RETRY_FIRST_SECONDS = 1.0
+
+
 class BackgroundListing:
-    """Objects the admission path needs from the cluster, listed once at start (bounded by
-    `lookup_timeout_seconds`) and then every `model_configs_ttl_seconds` in the background, read
-    from memory by reviews. A failed listing keeps the previous view. Subclasses say what to
-    list (`_list_sync`, blocking, in a thread) and what to keep (`_apply`)."""
+    """Objects the admission path needs from the cluster, listed once at start and then every
+    `model_configs_ttl_seconds` in the background, read from memory by reviews. Each listing is
+    bounded by LISTING_TIMEOUT_SECONDS (or `lookup_timeout_seconds` when larger). A failed
+    listing keeps the previous view and is retried sooner than the TTL (1 s, doubling).
+    Subclasses say what to list (`_list_sync`, blocking, in a thread) and what to keep
+    (`_apply`)."""
 
     what = "objects"
 
@@ -56,26 +67,32 @@ class BackgroundListing:
 
     _items = staticmethod(list_items)
 
-    async def refresh(self) -> None:
+    async def refresh(self) -> bool:
+        """One listing; True when it replaced the view. Never raises."""
         self.listings += 1
-        timeout = self.settings.lookup_timeout_seconds
+        timeout = max(self.settings.lookup_timeout_seconds, LISTING_TIMEOUT_SECONDS)
         try:
             listed = await asyncio.wait_for(asyncio.to_thread(self._list_sync, timeout), timeout + 1)
         except Exception as exc:  # noqa: BLE001
             log.warning("listing %s failed (%s: %s); keeping the previous view", self.what,
                         type(exc).__name__, exc)
-            return
+            return False
         self._apply(listed)
+        return True
 
     async def start(self) -> None:
-        await self.refresh()
+        ok = await self.refresh()
 
-        async def loop() -> None:
+        async def loop(ok: bool) -> None:
+            ttl = max(self.settings.model_configs_ttl_seconds, 1.0)
+            retry = LISTING_RETRY_FIRST_SECONDS
             while True:
-                await asyncio.sleep(max(self.settings.model_configs_ttl_seconds, 1.0))
-                await self.refresh()
+                await asyncio.sleep(ttl if ok else min(retry, ttl))
+                retry = LISTING_RETRY_FIRST_SECONDS if ok else retry * 2
+                ok = await self.refresh()
 
-        self._task = asyncio.get_running_loop().create_task(loop(), name=f"vllm-sizer-{self.what}")
+        self._task = asyncio.get_running_loop().create_task(loop(ok),
+                                                            name=f"vllm-sizer-{self.what}")
 
     async def stop(self) -> None:
         if self._task is not None:

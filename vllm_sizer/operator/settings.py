@@ -68,6 +68,9 @@ class OperatorSettings(BaseModel):
     metrics_port: int = METRICS_PORT
     max_request_bytes: int = 8 * 1024**2  # an UPDATE review carries the object twice
     service_name: str = "vllm-sizer-webhook"
+    # URL mode: the webhook configurations call this base URL (https://HOST:PORT) instead of the
+    # Service, and the self-signed serving certificate covers HOST too (an IP SAN for an IP).
+    webhook_url: str | None = None
     patch_existing: bool = False  # controller role: mutate pre-existing objects (restarts them)
 
     @field_validator("headroom", mode="before")
@@ -112,7 +115,9 @@ class OperatorSettings(BaseModel):
             "lookup_timeout_seconds": get("LOOKUP_TIMEOUT_SECONDS"),
             "cert_dir": get("CERT_DIR"),
             "cert_mode": get("CERT_MODE"),
+            "webhook_host": get("WEBHOOK_HOST"),
             "webhook_port": get("WEBHOOK_PORT"),
+            "webhook_url": get("WEBHOOK_URL"),
             "metrics_port": get("METRICS_PORT"),
             "max_request_bytes": parse_quantity(get("MAX_REQUEST_SIZE"))
             if get("MAX_REQUEST_SIZE") else None,

@@ -5,6 +5,7 @@ and `vllm-sizer check`: read workloads → estimate each → decide → one JSON
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -134,6 +135,13 @@ class _PatchBuilder:
         self.ops.append({"op": "add" if current is None else "replace", "path": pointer,
                          "value": value})
         self.added[pointer] = value
+
+    def remove(self, pointer: str) -> None:
+        parent, key = pointer.rsplit("/", 1)
+        node = self.get(parent)
+        if isinstance(node, dict) and key.replace("~1", "/").replace("~0", "~") in node:
+            self.ops.append({"op": "remove", "path": pointer})
+            self.added[pointer] = None
 
     def append(self, pointer: str, value: Any) -> None:
         if not isinstance(self.get(pointer), list):
@@ -310,7 +318,10 @@ def _patch(obj: dict[str, Any], result: ObjectDecision,
         _label_templates(pb, obj, [d.workload for d in patchable])
     annotations = _annotations(obj, result)
     for key, value in annotations.items():
-        pb.set("/metadata/annotations/" + _escape(key), value)
+        if value is None:
+            pb.remove("/metadata/annotations/" + _escape(key))
+        else:
+            pb.set("/metadata/annotations/" + _escape(key), value)
     return pb.ops, annotations
 
 
@@ -365,13 +376,24 @@ def _pin_env(pb: _PatchBuilder, env_path: str, value: str) -> None:
     pb.append(env_path, {"name": KV_ENV, "value": value})
 
 
-def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str]:
-    """Annotations to write (only those that differ). A reinvocation on an already-sized
-    object keeps the earlier decision text instead of overwriting it with "no change"."""
+def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str | None]:
+    """Annotations to write (only those that differ; None: remove it). They describe the object
+    as it is now: `decision` keeps an earlier mutation's text only while the object still
+    carries what that mutation set and nothing needs changing (a webhook reinvocation, an
+    unrelated update); a hand-lowered limit, a changed estimate or a mode switch rewrites it.
+    An object that is no longer sized (mode off, skip, a model that cannot be sized) loses the
+    estimate, breakdown, notes and version it carried, and its decision says why."""
+    existing = _object_annotations(obj)
     sized = [d for d in result.containers if d.report is not None and d.workload.patchable]
     if not sized:
-        return {}
-    existing = _object_annotations(obj)
+        if not result.containers or not any(k in existing for k in OUR_ANNOTATIONS):
+            return {}  # never sized: nothing of ours to correct
+        single = len(result.containers) == 1
+        unsized: dict[str, str | None] = {k: None for k in OUR_ANNOTATIONS}
+        unsized[A_DECISION] = "; ".join(
+            (f"{d.workload.container}: " if not single else "") + _unsized_text(d)
+            for d in result.containers)
+        return {k: v for k, v in unsized.items() if existing.get(k) != v}
     single = len(sized) == 1
     estimate = (messages.gi(sized[0].report.total_memory_bytes) if single else
                 ",".join(f"{d.workload.container}={messages.gi(d.report.total_memory_bytes)}" for d in sized))
@@ -379,15 +401,51 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str]:
                                         if t.bytes and t.enters != "device"} for d in sized}
     notes = " | ".join(dict.fromkeys(n for d in sized for n in d.report.notes))
     from .. import __version__
-    desired = {
+    desired: dict[str, str | None] = {
         A_ESTIMATE: estimate,
         A_BREAKDOWN: json.dumps(breakdown, separators=(",", ":"), sort_keys=True),
         A_NOTES: notes[:4000],
         A_VERSION: __version__,
     }
-    changed = any(d.verdict == "mutate" for d in result.containers)
-    if changed or A_DECISION not in existing or existing.get(A_ESTIMATE) != estimate:
-        desired[A_DECISION] = "; ".join(
-            (f"{d.workload.container}: " if not single else "") + messages.decision_text(d)
-            for d in sized)
+    fresh = "; ".join((f"{d.workload.container}: " if not single else "") +
+                      messages.decision_text(d) for d in sized)
+    before = existing.get(A_DECISION)
+    keep = (isinstance(before, str) and existing.get(A_ESTIMATE) == estimate
+            and len(sized) == len(result.containers)
+            and _mutation_still_applies(before, sized, single))
+    desired[A_DECISION] = before if keep else fresh
     return {k: v for k, v in desired.items() if existing.get(k) != v}
+
+
+def _unsized_text(d: Any) -> str:
+    if d.verdict == "skip":
+        return f"off: not sized ({d.message})"
+    return f"unknown: {d.message}"
+
+
+_CHANGE = re.compile(r"\b(limits|requests)\.memory (\S+) → ([^,;\s]+)")
+
+
+def _mutation_still_applies(text: str, sized: list[Any], single: bool) -> bool:
+    """True when `text` (an earlier decision annotation) records a mutation whose results the
+    object still carries, and the current review changes nothing: every container is allowed
+    as it is, and each `limits.memory X → Y` / `requests.memory X → Y` has Y equal to the
+    container's current value."""
+    if any(d.verdict != "allow" for d in sized):
+        return False
+    segments = text.split("; ") if not single else [text]
+    if len(segments) != len(sized):
+        return False
+    for d, segment in zip(sized, segments):
+        body = segment if single else segment.partition(": ")[2]
+        if not single and segment.partition(": ")[0] != d.workload.container:
+            return False
+        if not body.startswith("mutate: "):
+            return False
+        current = {"limits": messages.gi(d.limit_before), "requests": messages.gi(d.request_before)}
+        changes = _CHANGE.findall(body)
+        if not changes and "VLLM_CPU_KVCACHE_SPACE=" not in body:
+            return False
+        if any(current[field] != after for field, _from, after in changes):
+            return False
+    return True

@@ -428,20 +428,25 @@ def _memory(resources: dict, section: str, diags: list[Diagnostic]) -> int | Non
         return None
 
 
-def _dev_shm(view: ContainerView, diags: list[Diagnostic]) -> int | None:
+def _dev_shm(view: ContainerView, diags: list[Diagnostic]) -> tuple[bool, int | None]:
+    """(a memory-backed emptyDir is mounted at /dev/shm, its sizeLimit in bytes or None)."""
     mounts = {_dict(m).get("name") for m in _list(view.container.get("volumeMounts"))
               if _dict(m).get("mountPath") in ("/dev/shm", "/dev/shm/")}
     for vol in _list(view.pod_spec.get("volumes")):
         vol = _dict(vol)
         if vol.get("name") in mounts:
             ed = _dict(vol.get("emptyDir"))
-            if ed.get("medium") == "Memory" and ed.get("sizeLimit") is not None:
-                try:
-                    return parse_quantity(ed["sizeLimit"])
-                except ValueError:
-                    diags.append(Diagnostic("warning", "not a quantity", "emptyDir.sizeLimit",
-                                            str(ed["sizeLimit"])))
-    return None
+            if ed.get("medium") != "Memory":
+                continue
+            if ed.get("sizeLimit") is None:
+                return True, None
+            try:
+                return True, parse_quantity(ed["sizeLimit"])
+            except ValueError:
+                diags.append(Diagnostic("warning", "not a quantity", "emptyDir.sizeLimit",
+                                        str(ed["sizeLimit"])))
+                return True, None
+    return False, None
 
 
 def _default_model(version: VllmVersion | None) -> str:
@@ -741,10 +746,11 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
         diags.append(Diagnostic("warning", "--lora-modules without --enable-lora: vLLM refuses "
                                 "to start", "--lora-modules", " ".join(parsed.lora_modules)[:200]))
 
+    shm = _dev_shm(view, diags)
     facts: dict[str, Any] = dict(
         device=dev.device, vllm_version=str(version) if version else None,
         gpu_memory_bytes=dev.gpu_memory_bytes, gpu_product=dev.gpu_product,
-        memory_limit_bytes=limit, allocator=allocator, dev_shm_bytes=_dev_shm(view, diags),
+        memory_limit_bytes=limit, allocator=allocator, dev_shm_memory=shm[0], dev_shm_bytes=shm[1],
         **env_values)
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags

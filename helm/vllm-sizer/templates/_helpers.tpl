@@ -155,10 +155,6 @@ Settings shared by both roles, as the VLLM_SIZER_* variables OperatorSettings.fr
   value: /var/run/vllm-sizer/certs
 - name: VLLM_SIZER_CERT_MODE
   value: {{ include "vllm-sizer.certMode" . | quote }}
-- name: VLLM_SIZER_WEBHOOK_PORT
-  value: "9443"
-- name: VLLM_SIZER_METRICS_PORT
-  value: "8080"
 - name: VLLM_SIZER_MAX_REQUEST_SIZE
   value: {{ .Values.maxRequestSize | toString | quote }}
 - name: VLLM_SIZER_SERVICE_NAME
@@ -257,4 +253,19 @@ verbs. */}}
 {{- define "vllm-sizer.patchesCaBundle" -}}
 {{- $mode := include "vllm-sizer.certMode" . }}
 {{- if or (eq $mode "self-signed") (and (eq $mode "secret") (not .Values.caBundle)) }}true{{ end }}
+{{- end }}
+
+{{/* A probe from values, aimed at the bind address when one is set (hostNetwork with
+bindAddress 127.0.0.1: the kubelet would otherwise probe the node IP). */}}
+{{- define "vllm-sizer.probe" -}}
+{{- $probe := deepCopy .probe }}
+{{- if and .bind $probe.httpGet }}
+{{- $_ := set $probe.httpGet "host" .bind }}
+{{- end }}
+{{- toYaml $probe }}
+{{- end }}
+
+{{/* dnsPolicy: the value, else ClusterFirstWithHostNet for hostNetwork pods. */}}
+{{- define "vllm-sizer.dnsPolicy" -}}
+{{- if .root.Values.dnsPolicy }}{{ .root.Values.dnsPolicy }}{{ else if .hostNetwork }}ClusterFirstWithHostNet{{ else }}ClusterFirst{{ end }}
 {{- end }}

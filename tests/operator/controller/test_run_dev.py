@@ -252,3 +252,28 @@ def test_kopf_operator_arguments_and_no_kopf_in_the_webhook_role():
     code = ("import sys, vllm_sizer.cli.main, vllm_sizer.cli.run, vllm_sizer.operator.webhook.server;"
             "sys.exit(1 if 'kopf' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize("argv, host", [
+    (["run", "--dev", "--webhook-host", "127.0.0.1"], "127.0.0.1"),
+    (["run", "--dev", "--webhook-host", "::1"], "[::1]"),
+    (["run", "--role", "controller", "--bind", "127.0.0.1"], "127.0.0.1"),
+    (["run", "--role", "controller"], "0.0.0.0"),
+])
+def test_kopf_liveness_binds_where_every_other_listener_binds(argv, host):
+    """In --dev every listener belongs on the webhook host, and --bind moves them all: Kopf's
+    liveness endpoint (no --liveness given) included."""
+    from vllm_sizer.cli import run as run_mod
+    from vllm_sizer.cli.main import build_parser
+
+    args = build_parser().parse_args(argv + ["--metrics-port", "18080"])
+    settings = run_mod._settings(args)
+    cleanups: list = []
+    if args.dev:
+        settings = asyncio.run(run_mod._dev_setup(args, settings, lambda: None, cleanups))
+    try:
+        assert run_mod._liveness_url(args, settings) == f"http://{host}:18081/healthz"
+        assert settings.webhook_host == host.strip("[]")
+    finally:
+        for fn in cleanups:
+            fn()

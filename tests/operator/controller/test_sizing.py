@@ -276,3 +276,20 @@ async def test_event_names_are_stable_so_a_repost_after_a_crash_is_refused_not_d
             async def post(self, path, body):
                 raise ApiError(409, "AlreadyExists")
         await post_event(Conflict(), obj, "Sized", "m")
+
+
+@pytest.mark.asyncio
+async def test_mode_off_after_a_mutation_rewrites_the_annotations(kmock, api, settings):
+    """The webhook mutated the object; later its owner turned sizing off. The controller must
+    not leave the old mutation's text and estimate on it: the annotations describe it as it is."""
+    obj = stored(example(UNDERSIZED))
+    admitted = review_object(obj, None, PolicySettings()).mutated(obj)
+    admitted["metadata"]["annotations"]["vllm-sizer.io/mode"] = "off"
+    put(kmock, DEPLOYMENTS, admitted)
+    result = await Sizer(api, settings).size(admitted)
+    assert result.action == "annotated" and result.reason is None
+    ann = current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")["metadata"]["annotations"]
+    assert ann[A_DECISION] == "off: not sized (vllm-sizer mode is off)"
+    assert A_ESTIMATE not in ann and "vllm-sizer.io/breakdown" not in ann
+    assert events(kmock, "llm") == []
+    assert limits(current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")) == limits(admitted)

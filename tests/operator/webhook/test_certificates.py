@@ -213,3 +213,25 @@ def test_prepare_self_signed_orders_secret_bundle_files(tmp_path):
     mtime = os.stat(tmp_path / "tls.crt").st_mtime_ns
     certs.prepare_self_signed(core, adm, "vllm-sizer", "tls", "vllm-sizer-webhook", tmp_path)
     assert os.stat(tmp_path / "tls.crt").st_mtime_ns == mtime  # unchanged: not rewritten
+
+
+def test_url_mode_certificate_covers_the_url_host_and_is_reissued_when_it_does_not():
+    """URL mode (VLLM_SIZER_WEBHOOK_URL=https://127.0.0.1:9443): the API server checks the URL's
+    host against the serving certificate, so the Secret's certificate must carry it as a SAN; a
+    certificate issued for the Service names only is re-issued under the same CA."""
+    from vllm_sizer.cli.run import url_sans
+
+    api = FakeCoreApi()
+    service_only, _ = certs.ensure_certificate_secret(api, "vllm-sizer", "tls", "vllm-sizer-webhook")
+    ips, dns = url_sans("https://127.0.0.1:9443")
+    assert (ips, dns) == (["127.0.0.1"], [])
+    assert url_sans("https://webhook.example:9443") == ([], ["webhook.example"])
+    assert url_sans(None) == ([], [])
+    bundle, changed = certs.ensure_certificate_secret(api, "vllm-sizer", "tls", "vllm-sizer-webhook",
+                                                      ip_addresses=ips, extra_dns_names=dns)
+    assert changed and bundle.ca_cert == service_only.ca_cert
+    names, addresses = certs.certificate_sans(bundle.cert)
+    assert addresses == ["127.0.0.1"] and "vllm-sizer-webhook.vllm-sizer.svc" in names
+    again, changed = certs.ensure_certificate_secret(api, "vllm-sizer", "tls", "vllm-sizer-webhook",
+                                                     ip_addresses=ips)
+    assert not changed and again == bundle

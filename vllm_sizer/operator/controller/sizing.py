@@ -288,6 +288,11 @@ class Sizer:
                         stored: dict[str, str]) -> SizeResult:
         verdict = classify(decision)
         if verdict is None:
+            # Not sized any more (mode off, skip): still correct what our annotations say.
+            fix = {k: v for k, v in decision.annotations.items() if stored.get(k) != v}
+            if fix:
+                await self.api.patch(object_path(obj), {"metadata": {"annotations": fix}})
+                return SizeResult("annotated", decision=decision, annotations=fix)
             return SizeResult("skipped", decision=decision)
         reason, type_, message = verdict
         annotations = dict(decision.annotations)
