@@ -136,6 +136,7 @@ def test_dynamo_v1alpha1_main_container_and_component_resources():
     assert w.resources_path == "/spec/services/VllmDecodeWorker/resources"
     assert not any("startup error" in d.message for d in w.diagnostics)
     assert any("dynamo.vllm" in d.message for d in w.diagnostics)
+    assert w.vllm_version is None  # vllm-runtime:0.7.1 is Dynamo's release, not vLLM 0.7.1
     r = review_object(obj, policy=PolicySettings(mode="mutate"), label_pods=True)
     paths = {op["path"] for op in r.patch}
     assert "/spec/services/VllmDecodeWorker/resources/limits/memory" in paths

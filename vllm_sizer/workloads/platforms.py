@@ -153,6 +153,12 @@ def _dynamo_rewrite(c: dict) -> dict:
         if key in c:
             out[key] = new
     out["_dynamo"] = True
+    image = out.get("image")
+    if isinstance(image, str) and "ai-dynamo/" in image and ":" in image.rsplit("/", 1)[-1]:
+        # nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.7.1 is tagged with Dynamo's release, not
+        # vLLM's: the tag must not be read as a vLLM version
+        out["image"] = image.rsplit(":", 1)[0]
+        out["_dynamo_tag"] = image.rsplit(":", 1)[1]
     return out
 
 

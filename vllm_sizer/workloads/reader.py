@@ -450,6 +450,9 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     if c.get("_dynamo"):
         diags.append(Diagnostic("info", "python -m dynamo.vllm takes vLLM's engine flags: read as "
                                 "vLLM's api_server (Dynamo's own flags are not read)"))
+        if c.get("_dynamo_tag"):
+            diags.append(Diagnostic("info", f"image tag {c['_dynamo_tag']} is Dynamo's release, "
+                                    "not vLLM's: the vLLM version is unknown"))
 
     env, unknown, maybe_env, env_diags = _read_env(c)
     diags += env_diags
