@@ -102,18 +102,16 @@ def filtered_share(n: int, vllm_share: float, sized_share: float, seed: int = 7)
     request = celpy.json_to_cel({"kind": {"group": "", "version": "v1", "kind": "Pod"},
                                  "operation": "CREATE"})
     acts = {k: {"object": celpy.json_to_cel(v), "request": request} for k, v in shapes.items()}
-    t0 = time.perf_counter()
+    # the expressions are pure functions of the object: one evaluation per shape, then the mix
+    sent_by_shape = {k: all(bool(p.evaluate(a)) for p in programs) for k, a in acts.items()}
     for _ in range(n):
         r = rng.random()
         kind = "nginx" if r >= vllm_share else (
             "vllm, sized template" if rng.random() < sized_share else "vllm, unsized template")
-        sent = all(bool(p.evaluate(acts[kind])) for p in programs)
         counts[kind][0] += 1
-        counts[kind][1] += sent
-    seconds = time.perf_counter() - t0
+        counts[kind][1] += sent_by_shape[kind]
     total_sent = sum(s for _, s in counts.values())
-    return {"pods": n, "sent": total_sent, "filtered_share": 1 - total_sent / n, "by_kind": counts,
-            "cel_python_evals_per_s": n / seconds}
+    return {"pods": n, "sent": total_sent, "filtered_share": 1 - total_sent / n, "by_kind": counts}
 
 
 async def cpu_per_review(bodies: dict[str, bytes], seconds: float) -> dict[str, tuple[float, float]]:
