@@ -287,3 +287,15 @@ def test_kinds_table_is_consistent():
     assert set(kinds.watched_resources()) < set(kinds.served_resources())
     assert {k for *_r, k in kinds.served_resources()} - {k for *_r, k in kinds.watched_resources()} \
         == {"Pod", "ReplicaSet"}
+
+
+def test_a_dynamo_pod_made_by_an_unknown_controller_is_read_too():
+    obj = doc("dynamo-agg-v1beta1.yaml", "DynamoGraphDeployment")
+    c = obj["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "w-0", "namespace": "llm",
+                        "ownerReferences": [{"apiVersion": "grove.io/v1alpha1", "kind": "PodClique",
+                                             "name": "w", "uid": "u", "controller": True}]},
+           "spec": {"containers": [c]}}
+    (w,) = read_workloads(pod)
+    assert w.model == "Qwen/Qwen3-0.6B" and not w.skip_reason and w.settings is not None

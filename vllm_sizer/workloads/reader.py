@@ -273,7 +273,8 @@ def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
             if list_name == "initContainers" and c.get("restartPolicy") != "Always":
                 continue  # only sidecars keep running next to the others
             views.append(ContainerView(
-                name=str(c.get("name") or f"{list_name}[{idx}]"), container=c, pod_spec=pod_spec,
+                name=str(c.get("name") or f"{list_name}[{idx}]"),
+                container=platforms.dynamo_rewrite(c), pod_spec=pod_spec,
                 container_path=pointer(*base, list_name, idx),
                 resources_path=pointer(*base, list_name, idx, "resources"),
                 labels_path=labels))
