@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from webhook_load import paced, saturate, start_server  # noqa: E402
+from webhook_load import paced, payloads, saturate, start_server  # noqa: E402
 
 SIZED_LABEL = "vllm-sizer.io/sized"
 
@@ -102,18 +102,46 @@ def filtered_share(n: int, vllm_share: float, sized_share: float, seed: int = 7)
     request = celpy.json_to_cel({"kind": {"group": "", "version": "v1", "kind": "Pod"},
                                  "operation": "CREATE"})
     acts = {k: {"object": celpy.json_to_cel(v), "request": request} for k, v in shapes.items()}
-    t0 = time.perf_counter()
+    # the expressions are pure functions of the object: one evaluation per shape, then the mix
+    sent_by_shape = {k: all(bool(p.evaluate(a)) for p in programs) for k, a in acts.items()}
     for _ in range(n):
         r = rng.random()
         kind = "nginx" if r >= vllm_share else (
             "vllm, sized template" if rng.random() < sized_share else "vllm, unsized template")
-        sent = all(bool(p.evaluate(acts[kind])) for p in programs)
         counts[kind][0] += 1
-        counts[kind][1] += sent
-    seconds = time.perf_counter() - t0
+        counts[kind][1] += sent_by_shape[kind]
     total_sent = sum(s for _, s in counts.values())
-    return {"pods": n, "sent": total_sent, "filtered_share": 1 - total_sent / n, "by_kind": counts,
-            "cel_python_evals_per_s": n / seconds}
+    return {"pods": n, "sent": total_sent, "filtered_share": 1 - total_sent / n, "by_kind": counts}
+
+
+async def cpu_per_review(bodies: dict[str, bytes], seconds: float) -> dict[str, tuple[float, float]]:
+    """In-process, no network: reviews per CPU-second (time.process_time, so other processes on
+    a shared machine do not count) of Admission.handle, and of a bare handler that only parses
+    the review and answers allow, on the same bodies."""
+    from vllm_sizer.operator.model_configs import NoLookup
+    from vllm_sizer.operator.settings import OperatorSettings
+    from vllm_sizer.operator.webhook.admission import Admission, dumps, loads
+
+    admission = Admission(OperatorSettings(), NoLookup())
+
+    async def bare(body: bytes) -> bytes:
+        uid = loads(body)["request"]["uid"]
+        return dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                      "response": {"uid": uid, "allowed": True}})
+
+    async def rate(fn, body: bytes) -> float:
+        n, t0 = 0, time.process_time()
+        while time.process_time() - t0 < seconds and n < 1_000_000:
+            await fn(body)
+            n += 1
+        return n / (time.process_time() - t0)
+
+    out = {}
+    for name, body in bodies.items():
+        status, answer, _ = await admission.handle("mutate", body)
+        assert status == 200
+        out[name] = (await rate(lambda b: admission.handle("mutate", b), body), await rate(bare, body))
+    return out
 
 
 async def main() -> None:
@@ -155,6 +183,12 @@ async def main() -> None:
     for name in bodies:
         ratio = results[("vllm-sizer", name)][0] / results[("bare", name)][0]
         print(f"ratio vllm-sizer / bare ({name}): {ratio:.2f}")
+    cpu = await cpu_per_review({**bodies, "Deployment examples/01 (mutated), baseline":
+                                payloads()["vllm (mutated)"]}, min(args.seconds, 3))
+    print("\n| in-process (CPU time) | vllm-sizer reviews per CPU-s | bare parse+allow per CPU-s | ratio |")
+    print("|---|---|---|---|")
+    for name, (sizer, base) in cpu.items():
+        print(f"| {name} | {sizer:,.0f} | {base:,.0f} | {sizer / base:.2f} |")
     share = filtered_share(args.pods, args.vllm_share, args.sized_share)
     print(f"\nmatchConditions on {share['pods']} pod CREATEs ({args.vllm_share:.0%} vLLM, "
           f"{args.sized_share:.0%} of those from sized templates): {share['sent']} sent, "

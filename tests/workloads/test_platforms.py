@@ -136,6 +136,7 @@ def test_dynamo_v1alpha1_main_container_and_component_resources():
     assert w.resources_path == "/spec/services/VllmDecodeWorker/resources"
     assert not any("startup error" in d.message for d in w.diagnostics)
     assert any("dynamo.vllm" in d.message for d in w.diagnostics)
+    assert w.vllm_version is None  # vllm-runtime:0.7.1 is Dynamo's release, not vLLM 0.7.1
     r = review_object(obj, policy=PolicySettings(mode="mutate"), label_pods=True)
     paths = {op["path"] for op in r.patch}
     assert "/spec/services/VllmDecodeWorker/resources/limits/memory" in paths
@@ -286,3 +287,15 @@ def test_kinds_table_is_consistent():
     assert set(kinds.watched_resources()) < set(kinds.served_resources())
     assert {k for *_r, k in kinds.served_resources()} - {k for *_r, k in kinds.watched_resources()} \
         == {"Pod", "ReplicaSet"}
+
+
+def test_a_dynamo_pod_made_by_an_unknown_controller_is_read_too():
+    obj = doc("dynamo-agg-v1beta1.yaml", "DynamoGraphDeployment")
+    c = obj["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "w-0", "namespace": "llm",
+                        "ownerReferences": [{"apiVersion": "grove.io/v1alpha1", "kind": "PodClique",
+                                             "name": "w", "uid": "u", "controller": True}]},
+           "spec": {"containers": [c]}}
+    (w,) = read_workloads(pod)
+    assert w.model == "Qwen/Qwen3-0.6B" and not w.skip_reason and w.settings is not None

@@ -117,7 +117,7 @@ def pod_views(pod_spec: dict, base: tuple[str | int, ...], *, patchable: bool = 
                 continue
             if list_name == "initContainers" and c.get("restartPolicy") != "Always":
                 continue  # only sidecars keep running next to the others
-            c = _dynamo_rewrite(c)
+            c = dynamo_rewrite(c)
             views.append(ContainerView(
                 name=str(c.get("name") or f"{list_name}[{idx}]"), container=c, pod_spec=pod_spec,
                 container_path=pointer(*base, list_name, idx),
@@ -127,14 +127,14 @@ def pod_views(pod_spec: dict, base: tuple[str | int, ...], *, patchable: bool = 
     return views
 
 
-def _dynamo_rewrite(c: dict) -> dict:
+def dynamo_rewrite(c: dict) -> dict:
     """`python3 -m dynamo.vllm ARGS` (in command, args or a `sh -c` script) → the api_server
     module with ARGS (the model as `--model`, as Dynamo takes it): Dynamo's vLLM worker parses
     vLLM's engine flags (components/src/dynamo/vllm/args.py adds AsyncEngineArgs to its
     parser) plus its own."""
-    words = [str(w) for w in _list(c.get("command")) + _list(c.get("args"))]
-    if not any("dynamo.vllm" in w for w in words):
-        return c
+    if not any(isinstance(w, str) and "dynamo.vllm" in w
+               for key in ("command", "args") for w in _list(c.get(key))):
+        return c  # the common case: no copy
     out = dict(c)
     for key in ("command", "args"):
         items = _list(c.get(key))
@@ -153,6 +153,12 @@ def _dynamo_rewrite(c: dict) -> dict:
         if key in c:
             out[key] = new
     out["_dynamo"] = True
+    image = out.get("image")
+    if isinstance(image, str) and "ai-dynamo/" in image and ":" in image.rsplit("/", 1)[-1]:
+        # nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.7.1 is tagged with Dynamo's release, not
+        # vLLM's: the tag must not be read as a vLLM version
+        out["image"] = image.rsplit(":", 1)[0]
+        out["_dynamo_tag"] = image.rsplit(":", 1)[1]
     return out
 
 
@@ -318,7 +324,7 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
         base = ("spec", "services", str(name))
         labels = pointer(*base, "extraPodMetadata", "labels")
         if main:
-            c = _dynamo_rewrite(dict(main))
+            c = dynamo_rewrite(dict(main))
             c.setdefault("name", "main")
             comp_res = _dynamo_resources(_dict(svc.get("resources")))
             own_mem = _dict(_dict(main.get("resources")).get("limits")).get("memory") is not None

@@ -290,7 +290,8 @@ def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
             if list_name == "initContainers" and c.get("restartPolicy") != "Always":
                 continue  # only sidecars keep running next to the others
             views.append(ContainerView(
-                name=str(c.get("name") or f"{list_name}[{idx}]"), container=c, pod_spec=pod_spec,
+                name=str(c.get("name") or f"{list_name}[{idx}]"),
+                container=platforms.dynamo_rewrite(c), pod_spec=pod_spec,
                 container_path=pointer(*base, list_name, idx),
                 resources_path=pointer(*base, list_name, idx, "resources"),
                 labels_path=labels))
@@ -493,6 +494,9 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     if c.get("_dynamo"):
         diags.append(Diagnostic("info", "python -m dynamo.vllm takes vLLM's engine flags: read as "
                                 "vLLM's api_server (Dynamo's own flags are not read)"))
+        if c.get("_dynamo_tag"):
+            diags.append(Diagnostic("info", f"image tag {c['_dynamo_tag']} is Dynamo's release, "
+                                    "not vLLM's: the vLLM version is unknown"))
 
     env, unknown, maybe_env, env_diags = _read_env(c)
     diags += env_diags

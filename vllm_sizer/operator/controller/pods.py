@@ -29,10 +29,9 @@ from typing import Any
 
 from ..settings import WATCHED_RESOURCES, OperatorSettings
 from .kube import ApiError, KubeApi, resource_path
-from .sizing import digest, post_event
+from .sizing import PODS_ANNOTATION, digest, post_event
 
 log = logging.getLogger("vllm_sizer.controller.pods")
-PODS_ANNOTATION = "vllm-sizer.io/pods"
 DECISION_ANNOTATION = "vllm-sizer.io/decision"
 ESTIMATE_ANNOTATION = "vllm-sizer.io/estimate"
 DENIED_MARKER = 'admission webhook "validate.vllm-sizer.io" denied the request: '
@@ -143,7 +142,9 @@ class PodVerdicts:
         meta = pod.get("metadata") or {}
         decision = (meta.get("annotations") or {}).get(DECISION_ANNOTATION)
         uid = str(meta.get("uid") or meta.get("name"))
-        if not decision or uid in self._seen:
+        # only a change is worth telling (an "allow" or "warn" pod keeps what its owner asked);
+        # several containers: "c1: mutate: ...; c2: allow: ..."
+        if not decision or "mutate:" not in decision or uid in self._seen:
             return None
         if not self.settings.serves_namespace(meta.get("namespace")):
             return None

@@ -38,9 +38,12 @@ from .kube import JSON_PATCH, ApiError, KubeApi, resource_path
 log = logging.getLogger("vllm_sizer.controller")
 
 LAST_EVENT_ANNOTATION = "vllm-sizer.io/last-event"
+# What the pod-level webhook did to this object's pods (written by pods.PodVerdicts).
+PODS_ANNOTATION = "vllm-sizer.io/pods"
 # Annotations the controller and the webhook write (outputs). Everything else under
 # vllm-sizer.io/ on an object is an input (mode, headroom, skip, model-config, vllm-config).
-OUTPUT_ANNOTATIONS: tuple[str, ...] = (*OUR_ANNOTATIONS, LAST_EVENT_ANNOTATION, LAST_OOM_ANNOTATION)
+OUTPUT_ANNOTATIONS: tuple[str, ...] = (*OUR_ANNOTATIONS, LAST_EVENT_ANNOTATION, LAST_OOM_ANNOTATION,
+                                       PODS_ANNOTATION)
 COMPONENT = "vllm-sizer"
 EVENT_MESSAGE_MAX = 1024
 SEEN_LIMIT = 100_000
