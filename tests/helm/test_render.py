@@ -465,3 +465,14 @@ def test_image_tag_and_digest() -> None:
     assert images({"image": {"tag": 1.2}}) == {"ghcr.io/vllm-sizer/vllm-sizer:1.2"}
     digest = "sha256:" + "a" * 64
     assert images({"image": {"tag": "x", "digest": digest}}) == {"ghcr.io/vllm-sizer/vllm-sizer@" + digest}
+
+
+def test_hub_learning_grants_the_controller_only_its_learned_models_configmap() -> None:
+    objs = render_objects(MATRIX["everything"])  # hub.enabled, modelConfigs.namespace set
+    role = one(objs, "Role", "vllm-sizer-learned-models")
+    assert role["metadata"]["namespace"] == "model-configs"
+    rules = {(tuple(r["verbs"]), tuple(r.get("resourceNames", ()))) for r in role["rules"]}
+    assert rules == {(("create",), ()), (("get", "patch"), ("vllm-sizer-learned-models",))}
+    rb = one(objs, "RoleBinding", "vllm-sizer-learned-models")
+    assert [s["name"] for s in rb["subjects"]] == ["vllm-sizer-controller"]
+    assert not [o for o in render_objects({}) if o["metadata"]["name"].endswith("learned-models")]

@@ -145,7 +145,9 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
     from ..operator.model_configs import ClusterModelConfigs
 
     factory = default_api_client_factory(args.kubeconfig, args.context)
-    lookup = ClusterModelConfigs(factory, settings)
+    # the webhook never fetches from the Hub (no network on the admission path); with
+    # hub.enabled the controller fetches unknown models into a ConfigMap the webhook reads
+    lookup = ClusterModelConfigs(factory, settings, use_hub=False)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -262,16 +264,25 @@ async def _controller(args: argparse.Namespace, settings: OperatorSettings, fact
 
     from ..operator.controller import KubeApi, OomWatcher, PodVerdicts, Sizer, register
 
+    from ..operator.controller.model_learning import ModelLearner
+    from ..operator.model_configs import ClusterModelConfigs
+
     api = KubeApi(factory)
+    controller_lookup = ClusterModelConfigs(factory, settings)  # with the Hub when enabled
+    learner = (ModelLearner(api, controller_lookup.hub, settings.trusted_namespace)
+               if controller_lookup.hub is not None else None)
     # Kopf's default registry class: it carries the kubeconfig / in-cluster login handlers (a
     # plain OperatorRegistry has none); kopf does not re-export it, hence the private import.
     registry = SmartOperatorRegistry()
-    register(registry, Sizer(api, settings, lookup),
+    register(registry, Sizer(api, settings, controller_lookup, learner=learner),
              OomWatcher(api, settings, verdicts=PodVerdicts(api, settings)))
     kwargs = kopf_operator_kwargs(args, settings, liveness)
     log.info("controller starting (%s)", "standalone" if kwargs["standalone"]
              else f"peering {args.peering_name!r}, priority {args.priority}")
-    await kopf.operator(registry=registry, stop_flag=stop, **kwargs)
+    try:
+        await kopf.operator(registry=registry, stop_flag=stop, **kwargs)
+    finally:
+        await controller_lookup.close()
 
 
 # ------------------------------------------------------------------- in-cluster certificates

@@ -121,7 +121,7 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
         device_total, fits = None, None
     else:
         ht = host_terms(r.version, tp=r.tensor_parallel_size, pp=r.pipeline_parallel_size,
-                        dp=settings.data_parallel_size, api_servers=settings.api_server_count,
+                        dp=r.engines, api_servers=settings.api_server_count,
                         weights_bytes=weights, num_layers=geometry.num_layers,
                         cpu_offload_gb=settings.cpu_offload_gb or 0, swap_bytes=r.swap_space_bytes,
                         kv_offloading_gib=settings.kv_offloading_size_gib,
@@ -167,13 +167,18 @@ def build_report(geometry: ModelGeometry, settings: EngineSettings,
     if r.engines > 1:
         # every local data-parallel engine is a full copy of the per-engine terms
         # (settings.local_engines cites vLLM's source); the pod's /dev/shm is shared
-        p.terms = [t if t.enters not in ("sum", "max-of-transients") or t.name == "dev_shm" else
+        # On GPU backends the host process model (host_processes.py) already counts every
+        # engine's processes; only the adapters each engine caches are per engine.
+        def per_engine(t: Term) -> bool:
+            return t.name != "dev_shm" if cpu else t.name == "lora_adapters"
+        p.terms = [t if t.enters not in ("sum", "max-of-transients") or not per_engine(t) else
                    Term.model_construct(name=t.name, bytes=t.bytes * r.engines, enters=t.enters,
                                         source=f"{t.source}; × {r.engines} data-parallel engines")
                    for t in p.terms]
         notes.append(f"{r.engines} data-parallel engines in this pod ({r.reasons['engines']}): "
-                     "each engine process holds its own weights, KV cache, activations and "
-                     "workers, so the host terms count once per engine"
+                     + ("each engine process holds its own weights, KV cache, activations and "
+                        "workers, so the host terms count once per engine" if cpu else
+                        "the host counts each engine's core and worker processes")
                      + ("" if cpu else f"; it needs {r.engines * ws} GPUs (engines × TP × PP), "
                         "the device side is per GPU"))
     summed = sum(t.bytes for t in p.terms if t.enters == "sum")

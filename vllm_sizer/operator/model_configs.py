@@ -237,7 +237,9 @@ class ClusterModelConfigs:
 
     def __init__(self, api_client_factory: ApiClientFactory, settings: OperatorSettings,
                  *, clock: Callable[[], float] = time.monotonic,
-                 hub: HubConfigFetcher | None = None):
+                 hub: HubConfigFetcher | None = None, use_hub: bool = True):
+        """`use_hub=False` for the webhook role: the admission path never waits on the network
+        (the controller fetches unknown models and stores them in a ConfigMap instead)."""
         self.api_client_factory = api_client_factory
         self.settings = settings
         self.clock = clock
@@ -249,7 +251,7 @@ class ClusterModelConfigs:
         self.hub = hub if hub is not None else (
             HubConfigFetcher(settings.hub_endpoint, settings.hub_token_file,
                              settings.hub_timeout_seconds, clock=clock)
-            if settings.hub_fetch else None)
+            if settings.hub_fetch and use_hub else None)
 
     # ---- ModelConfigLookup
     def get(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -263,6 +265,12 @@ class ClusterModelConfigs:
         if self.hub is not None:
             return self.hub.cached(model)
         return None
+
+    def in_configmaps(self, model: str, namespace: str | None = None) -> bool:
+        """The model's config is in the ConfigMaps' view (not only in the Hub cache)."""
+        return ClusterContext(model_configs=self._configs,
+                              trusted_namespace=self.settings.trusted_namespace
+                              ).model_config(namespace, model) is not None
 
     async def load(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
         if not isinstance(model, str) or not model.strip():

@@ -71,3 +71,53 @@ async def test_a_config_that_cannot_be_sized_is_not_stored(kmock, api, hub, monk
     got = await lr.learn("acme/support-3b")
     assert got.outcome == "unreadable"
     assert ("v1/configmaps", "vllm-sizer", LEARNED_CONFIGMAP) not in kmock.objects
+
+
+@pytest.mark.asyncio
+async def test_the_controller_learns_an_unknown_model_and_sizes_the_object(kmock, api, hub):  # noqa: F811
+    """The first apply could not be sized (no ConfigMap, webhook without Hub); the controller
+    fetches the config, stores it where the webhooks read it, and posts Sized/Undersized."""
+    from vllm_sizer.operator.controller import Sizer
+
+    from .conftest import DEPLOYMENTS, events, example, put, stored
+
+    endpoint, seen = hub
+    settings = OperatorSettings(hub_fetch=True, hub_endpoint=endpoint, hub_timeout_seconds=1,
+                                lookup_timeout_seconds=10)
+    webhook_lookup = lookup_for(kmock, settings)
+    webhook_lookup.hub = None  # as run.py builds it for the webhook role (use_hub=False)
+    controller_lookup = lookup_for(kmock, settings)
+    assert controller_lookup.hub is not None
+    dep = put(kmock, DEPLOYMENTS, stored(example("10-configmap-model-config")))
+    assert await webhook_lookup.load("acme/support-3b") is None  # first apply: cannot size
+    learner = ModelLearner(api, controller_lookup.hub, settings.trusted_namespace)
+    result = await Sizer(api, settings, controller_lookup, learner=learner).size(dep)
+    assert result.reason in ("Sized", "Undersized"), result.message
+    assert events(kmock)[0]["reason"] == result.reason
+    assert [p for p, _ in seen] == ["/acme/support-3b/resolve/main/config.json"]
+    # the next apply: every webhook replica's lookup finds the learned config
+    await webhook_lookup.refresh(force=True)
+    assert await webhook_lookup.load("acme/support-3b") == CONFIG
+    await controller_lookup.hub.close()
+
+
+@pytest.mark.asyncio
+async def test_a_gated_model_says_so_in_the_cannotsize_event(kmock, api, hub):  # noqa: F811
+    from vllm_sizer.operator.controller import Sizer
+
+    from .conftest import DEPLOYMENTS, events, example, put, stored
+
+    endpoint, _ = hub
+    settings = OperatorSettings(hub_fetch=True, hub_endpoint=endpoint, hub_timeout_seconds=1,
+                                lookup_timeout_seconds=10)
+    lookup = lookup_for(kmock, settings)
+    dep = stored(example("10-configmap-model-config"))
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    c["args"] = [a.replace("acme/support-3b", "acme/gated") for a in c.get("args", [])]
+    c["command"] = [a.replace("acme/support-3b", "acme/gated") for a in c.get("command", [])]
+    put(kmock, DEPLOYMENTS, dep)
+    learner = ModelLearner(api, lookup.hub, settings.trusted_namespace)
+    result = await Sizer(api, settings, lookup, learner=learner).size(dep)
+    assert result.reason == "CannotSize"
+    assert "gated or private" in events(kmock)[0]["message"]
+    await lookup.hub.close()

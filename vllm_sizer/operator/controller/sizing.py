@@ -199,8 +199,13 @@ class Sizer:
 
     def __init__(self, api: KubeApi, settings: OperatorSettings,
                  lookup: ModelConfigLookup | None = None,
-                 read: Callable[..., list[Workload]] | None = None):
+                 read: Callable[..., list[Workload]] | None = None,
+                 learner: Any = None):
         self.api = api
+        # ModelLearner (model_learning.py) when the Hub lookup is enabled: unknown models are
+        # fetched here, off the admission path, into the ConfigMap every webhook replica reads
+        self.learner = learner
+        self.learned: dict[str, Any] = {}  # model → its last Learned outcome
         self.settings = settings
         self.lookup = lookup or NoLookup()
         if read is None:
@@ -237,13 +242,28 @@ class Sizer:
         for w in workloads:
             if w.model_config is None and w.model and not w.skip_reason:
                 try:
-                    await load(w.model, ns)
+                    found = await load(w.model, ns)
                 except Exception as exc:  # noqa: BLE001 - lookups are best effort
                     log.warning("model config lookup for %s failed: %s", w.model, exc)
+                    found = None
+                # a config only the Hub had (or none yet) is stored where the webhooks read it
+                if self.learner is not None and not (found is not None and getattr(
+                        self.lookup, "in_configmaps", lambda *_: True)(w.model, ns)):
+                    await self._learn(w.model)
         ctx = ReadContext(model_resolver=lambda model: get(model, ns))
         if obj.get("kind") == "InferenceService":
             await self._serving_runtimes(obj, ctx)
         return ctx
+
+    async def _learn(self, model: str) -> None:
+        """Fetch an unknown model's config from the Hub into the learned-models ConfigMap; on
+        success the lookup is refreshed so this review already sizes it."""
+        learned = await self.learner.learn(model)
+        self.learned[model] = learned
+        if learned.stored and hasattr(self.lookup, "refresh"):
+            await self.lookup.refresh(force=True)
+        elif not learned.stored:
+            log.info("could not learn %s: %s", model, learned.detail)
 
     async def _serving_runtimes(self, obj: dict[str, Any], ctx: ReadContext) -> None:
         ns = (obj.get("metadata") or {}).get("namespace")
@@ -298,6 +318,11 @@ class Sizer:
                 return SizeResult("annotated", decision=decision, annotations=fix)
             return SizeResult("skipped", decision=decision)
         reason, type_, message = verdict
+        if reason == "CannotSize":  # what the Hub said of the models it could not learn
+            said = [self.learned[d.workload.model].detail for d in decision.containers
+                    if d.workload.model in self.learned and not self.learned[d.workload.model].stored]
+            if said:
+                message = f"{message} (Hub: {'; '.join(dict.fromkeys(said))})"
         annotations = dict(decision.annotations)
         marker = f"{reason} {digest(message)}"
         post = stored.get(LAST_EVENT_ANNOTATION) != marker
