@@ -57,7 +57,8 @@ def test_configmap_keys():
 @pytest.mark.asyncio
 async def test_configmap_lookup_with_ttl(kmock, api):
     clock = Clock()
-    settings = OperatorSettings(model_configs_ttl_seconds=30)
+    # a generous listing budget: this test is about the TTL, not about slow API servers
+    settings = OperatorSettings(model_configs_ttl_seconds=30, lookup_timeout_seconds=20)
     put(kmock, "v1/configmaps", configmap("models", {"acme--support-3b": json.dumps(CONFIG),
                                                      "broken": "{not json"}))
     put(kmock, "v1/configmaps", configmap("other", {"evil--model": json.dumps(CONFIG)},

@@ -54,7 +54,7 @@ async def test_dev_registers_serves_and_deletes_on_signal(kmock, tmp_path, sig):
         "--webhook-host", "127.0.0.1", "--port", "0", "--metrics-port", "-1",
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     try:
-        for _ in range(200):
+        for _ in range(1200):  # up to 60 s: a loaded CI machine starts slowly
             if live(kmock, VALIDATING, DEV_VALIDATING) is not None or proc.returncode is not None:
                 break
             await asyncio.sleep(0.05)
@@ -170,7 +170,7 @@ async def test_controller_role_serves_metrics_and_kopf_liveness(kmock, tmp_path)
     health, page = None, ""
     try:
         async with aiohttp.ClientSession() as s:
-            for _ in range(200):
+            for _ in range(1200):  # up to 60 s: a loaded CI machine starts slowly
                 try:
                     async with s.get(f"http://127.0.0.1:{metrics_port}/healthz") as resp:
                         health = resp.status
@@ -208,7 +208,7 @@ async def test_webhook_role_in_cluster_self_signed_certificate(kmock, tmp_path):
     status = None
     try:
         secret = None
-        for _ in range(200):
+        for _ in range(1200):  # up to 60 s: a loaded CI machine starts slowly
             secret = live(kmock, "/v1/secrets", "vllm-sizer-webhook-tls")
             if secret is not None and (cert_dir / "tls.crt").exists():
                 break
