@@ -299,3 +299,27 @@ def test_a_dynamo_pod_made_by_an_unknown_controller_is_read_too():
            "spec": {"containers": [c]}}
     (w,) = read_workloads(pod)
     assert w.model == "Qwen/Qwen3-0.6B" and not w.skip_reason and w.settings is not None
+
+
+def test_kuberay_runs_ray_start_in_place_of_the_image_entrypoint():
+    """A Ray group container with no command runs `ray start` (KubeRay rewrites it), never the
+    vLLM image's ENTRYPOINT: it is not a vLLM server and is never patched; a command that runs
+    vLLM before ray start is read."""
+    from vllm_sizer.policy.review import review_object
+
+    def cluster(worker: dict) -> dict:
+        return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
+                "spec": {"headGroupSpec": {"template": {"spec": {"containers": [
+                    {"name": "head", "image": "rayproject/ray:2.9.0"}]}}},
+                         "workerGroupSpecs": [{"groupName": "g", "template": {"spec": {
+                             "containers": [worker]}}}]}}
+
+    plain = cluster({"name": "w", "image": "vllm/vllm-openai:v0.11.0",
+                     "resources": {"limits": {"nvidia.com/gpu": 1}}})
+    decision = review_object(plain)
+    assert not decision.patch and all(d.workload.settings is None for d in decision.containers)
+    serving = cluster({"name": "w", "image": "vllm/vllm-openai:v0.11.0",
+                       "command": ["vllm", "serve", "Qwen/Qwen3-0.6B"],
+                       "resources": {"limits": {"nvidia.com/gpu": 1}}})
+    (w,) = [w for w in read_workloads(serving) if w.settings is not None]
+    assert w.container == "w" and w.model == "Qwen/Qwen3-0.6B"

@@ -101,10 +101,52 @@ def labels_path(spec_path: tuple[str | int, ...]) -> str | None:
 
 def structural_views(obj: dict, patchable: bool, note: str | None = None) -> list[ContainerView]:
     views: list[ContainerView] = []
+    ray = str(obj.get("apiVersion", "")).startswith("ray.io/") or obj.get("kind") in RAY_FLEETS
     for path, pod_spec in find_pod_templates(obj):
-        views.extend(pod_views(pod_spec, path, patchable=patchable,
-                               labels=labels_path(path) if patchable else None, note=note))
+        group_views = pod_views(pod_spec, path, patchable=patchable,
+                                labels=labels_path(path) if patchable else None, note=note)
+        if ray and any(p in ("headGroupSpec", "workerGroupSpecs") for p in path):
+            template = _dict(_at(obj, path[:-1]))
+            for v in group_views:
+                if v.container_path.endswith("/containers/0"):
+                    v.container = kuberay_container(v.container, template,
+                                                    head="headGroupSpec" in path)
+        views.extend(group_views)
     return views
+
+
+RAY_FLEETS = ("RayClusterFleet",)  # AIBrix: a RayCluster template, built by KubeRay
+KUBERAY_OVERWRITE = "ray.io/overwrite-container-cmd"
+
+
+def kuberay_container(c: dict, template: dict, head: bool = False) -> dict:
+    """The Ray container (index 0) of a head or worker group as KubeRay runs it: unless the
+    command already holds `ray start` or the template says ray.io/overwrite-container-cmd, KubeRay
+    replaces command/args by `/bin/bash -lc -- "<command args> && ulimit ...; ray start ..."`
+    (ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229:
+    ray-operator/controllers/ray/common/pod.go:878-913): the image's ENTRYPOINT never runs, and
+    a container with no command only starts Ray."""
+    annotations = _dict(_dict(template.get("metadata")).get("annotations"))
+    if str(annotations.get(KUBERAY_OVERWRITE, "")).lower() == "true":
+        return c
+    words = [str(w) for key in ("command", "args") for w in _list(c.get(key))]
+    cmd = " ".join(words)
+    if "ray start" in cmd:
+        return c
+    generated = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start" + (
+        " --head" if head else "")
+    out = dict(c)
+    out["command"] = ["/bin/bash", "-lc", "--"]
+    out["args"] = [f"{cmd} && {generated}" if cmd else generated]
+    return out
+
+
+def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
+    cur = obj
+    for p in path:
+        cur = cur[p] if isinstance(cur, list) and isinstance(p, int) and p < len(cur) else \
+            (_dict(cur).get(p) if isinstance(p, str) else None)
+    return cur
 
 
 def pod_views(pod_spec: dict, base: tuple[str | int, ...], *, patchable: bool = True,
