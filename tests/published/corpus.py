@@ -145,13 +145,15 @@ def evaluate_file(entry: dict[str, Any]) -> FileResult:
     except Exception as exc:  # noqa: BLE001 - reported, and asserted on by the tests
         return FileResult(entry, [ServerResult(entry, s, problems=[f"file not loadable: {exc}"])
                                   for s in entry["servers"]], [], [], error=str(exc))
-    ctx, _limit_max = build_context(docs)
+    cluster = build_context(docs)
     workloads: list[Workload] = []
     decisions = []
     patch_paths: list[tuple[str, str, str]] = []  # (kind, name, JSON pointer) of every patch op
     for doc in docs:
         if doc.get("kind") in CONTEXT_KINDS:
             continue
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        ctx = cluster.read_context(meta.get("namespace"))
         workloads.extend(read_workloads(doc, ctx))
         review = review_object(doc, ctx, PolicySettings())
         decisions.extend(review.containers)
