@@ -15,6 +15,8 @@ The webhook role serves them on `METRICS_PORT` / `METRICS_PATH` (plain HTTP, see
   route may be reinvoked). reason: `unknown-model`, `unreadable-command-line`,
   `estimator-error`, `lookup-timeout`, `lookup-error`.
 - `vllm_sizer_internal_errors_total{route}`: exceptions caught on the admission path.
+- `vllm_sizer_vllm_reviews_total{namespace,verdict}`: vLLM objects reviewed on the validating
+  route (allow, mutate, deny, unknown), by namespace: the dashboard's per-namespace view.
 - `vllm_sizer_oomkills_total{namespace,kind}`: OOMKilled vLLM containers seen by the controller.
 """
 
@@ -45,6 +47,12 @@ INTERNAL_ERRORS = Counter(
     "Exceptions caught on the admission path, by route.",
     ("route",),
 )
+VLLM_REVIEWS = Counter(
+    "vllm_sizer_vllm_reviews_total",
+    "Reviews of vLLM objects (a verdict other than ignored/skip) on the validating route, by "
+    "namespace and verdict (only namespaces that run vLLM appear: bounded cardinality).",
+    ("namespace", "verdict"),
+)
 OOMKILLS = Counter(
     "vllm_sizer_oomkills_total",
     "OOMKilled vLLM containers of sized workloads, by namespace and owning kind.",
@@ -65,6 +73,10 @@ def count_review(route: str, verdict: str, kind: str) -> None:
     if child is None:
         child = _review_children[key] = ADMISSION_REVIEWS.labels(route=route, verdict=verdict, kind=kind)
     child.inc()  # type: ignore[attr-defined]
+
+
+def count_vllm_review(namespace: str, verdict: str) -> None:
+    VLLM_REVIEWS.labels(namespace=namespace or "", verdict=verdict).inc()
 
 
 def count_estimate_failure(reason: str) -> None:

@@ -416,6 +416,10 @@ async def test_metrics_count_reviews(start_webhook):
     assert 'vllm_sizer_admission_reviews_total{kind="Deployment",route="mutate",verdict="mutate"}' in text
     assert 'vllm_sizer_admission_reviews_total{kind="Deployment",route="validate",verdict="allow"}' in text
     assert 'vllm_sizer_estimate_failures_total{reason="unknown-model"}' in text
+    # vLLM objects by namespace (the nginx review is not one of them)
+    ns_lines = [l for l in text.splitlines() if l.startswith("vllm_sizer_vllm_reviews_total{")]
+    assert ns_lines and all('verdict="' in l and 'namespace="' in l for l in ns_lines)
+    assert sum(float(l.rsplit(" ", 1)[1]) for l in ns_lines) >= 1
     assert 'vllm_sizer_admission_review_seconds_bucket{le="0.0005",route="mutate"}' in text
     assert "vllm_sizer_internal_errors_total" in text and "vllm_sizer_oomkills_total" in text
 

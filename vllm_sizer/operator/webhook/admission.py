@@ -323,6 +323,8 @@ class Admission:
                                  label_pods=req.operation == "CREATE", operation=req.operation)
         if route == VALIDATE:
             self._count_failures(decision, problem)
+        if route == "validate" and decision.verdict != "skip":
+            metrics.count_vllm_review(str(ns or ""), decision.verdict)
         return answer_for(route, req.uid, decision, extra), decision.verdict
 
     def _context_for(self, ns: str | None,
