@@ -388,6 +388,9 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
     if not sized:
         if not result.containers or not any(k in existing for k in OUR_ANNOTATIONS):
             return {}  # never sized: nothing of ours to correct
+        if all(d.workload.skip_reason and ANNOTATION_SKIP not in d.workload.skip_reason
+               for d in result.containers):
+            return {}  # sized elsewhere (its owner, or the template it came from): keep them
         single = len(result.containers) == 1
         unsized: dict[str, str | None] = {k: None for k in OUR_ANNOTATIONS}
         unsized[A_DECISION] = "; ".join(
@@ -411,7 +414,6 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
                       messages.decision_text(d) for d in sized)
     before = existing.get(A_DECISION)
     keep = (isinstance(before, str) and existing.get(A_ESTIMATE) == estimate
-            and len(sized) == len(result.containers)
             and _mutation_still_applies(before, sized, single))
     desired[A_DECISION] = before if keep else fresh
     return {k: v for k, v in desired.items() if existing.get(k) != v}
@@ -441,7 +443,9 @@ def _mutation_still_applies(text: str, sized: list[Any], single: bool) -> bool:
         if not single and segment.partition(": ")[0] != d.workload.container:
             return False
         if not body.startswith("mutate: "):
-            return False
+            if body != messages.decision_text(d):  # a container left as it was: same words
+                return False
+            continue
         current = {"limits": messages.gi(d.limit_before), "requests": messages.gi(d.request_before)}
         changes = _CHANGE.findall(body)
         if not changes and "VLLM_CPU_KVCACHE_SPACE=" not in body:

@@ -182,6 +182,8 @@ def containers(draw):
 @st.composite
 def objects(draw):
     cs = draw(st.lists(containers(), min_size=1, max_size=3))
+    for i, c in enumerate(cs):  # the API server rejects duplicate container names
+        c["name"] = f"{c.get('name', 'c')}-{i}"
     ann = draw(st.dictionaries(st.sampled_from(["vllm-sizer.io/mode", "vllm-sizer.io/headroom", "vllm-sizer.io/skip", "x"]),
                                st.sampled_from(["enforce", "warn", "off", "mutate", "true", "10%", "-3", "nan", "bogus"]),
                                max_size=2))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from vllm_sizer.operator import model_configs
+from vllm_sizer.operator import cluster_listings, model_configs
 from vllm_sizer.operator.model_configs import ClusterLimitRanges
 from vllm_sizer.operator.settings import OperatorSettings
 
@@ -37,11 +37,11 @@ def test_a_first_listing_slower_than_the_lookup_timeout_is_waited_for():
     lr = ScriptedLimitRanges(settings, [1.5])  # beyond the review's budget (0.2 s + 1 s)
     assert asyncio.run(lr.refresh()) is True
     assert lr("team-a") == 16 * 1024**3
-    assert lr.timeouts == [model_configs.LISTING_TIMEOUT_SECONDS]
+    assert lr.timeouts == [cluster_listings.LISTING_TIMEOUT_SECONDS]
 
 
 def test_a_failed_first_listing_is_retried_before_the_ttl(monkeypatch):
-    monkeypatch.setattr(model_configs, "LISTING_RETRY_FIRST_SECONDS", 0.05)
+    monkeypatch.setattr(cluster_listings, "LISTING_RETRY_FIRST_SECONDS", 0.05)
     settings = OperatorSettings(model_configs_ttl_seconds=3600)
     lr = ScriptedLimitRanges(settings, [TimeoutError(), TimeoutError()])
 
