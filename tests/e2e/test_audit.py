@@ -59,8 +59,13 @@ def test_audit_lists_each_workload_with_its_verdict_and_oom_history(kube: Any, n
                                      "startedAt": "2026-11-30T09:00:00Z",
                                      "finishedAt": "2026-11-30T10:00:00Z"}}}]}}
     core.patch_namespaced_pod_status("audit-oomed", namespace, status)
-    before = {d.metadata.name: d.metadata.resource_version
-              for d in apps.list_namespaced_deployment(namespace).items}
+    def stored_state():
+        # spec and metadata only: the controller-manager updates status (resourceVersion) on its own
+        return {d.metadata.name: (d.metadata.generation, d.metadata.annotations, d.metadata.labels,
+                                  str(d.spec.template))
+                for d in apps.list_namespaced_deployment(namespace).items}
+
+    before = stored_state()
 
     out = subprocess.run([sys.executable, "-m", "vllm_sizer.cli.main", "audit", "-n", namespace,
                           "-o", "json"], capture_output=True, text=True, timeout=120,
@@ -82,9 +87,7 @@ def test_audit_lists_each_workload_with_its_verdict_and_oom_history(kube: Any, n
                           capture_output=True, text=True, timeout=120)
     assert text.stdout.splitlines()[0].startswith("RISK") and "OOMKilled 2026-11-30T10:00:00Z" in text.stdout
     time.sleep(0.5)
-    after = {d.metadata.name: d.metadata.resource_version
-             for d in apps.list_namespaced_deployment(namespace).items}
-    assert after == before  # read-only
+    assert stored_state() == before  # read-only
     for name in before:
         apps.delete_namespaced_deployment(name, namespace)
     core.delete_namespaced_pod("audit-oomed", namespace, grace_period_seconds=0)
