@@ -280,22 +280,7 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
 
 
 def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
-    labels = platforms.labels_path(base)
-    views = []
-    for list_name in ("containers", "initContainers"):
-        for idx, c in enumerate(_list(pod_spec.get(list_name))):
-            c = _dict(c)
-            if not c:
-                continue
-            if list_name == "initContainers" and c.get("restartPolicy") != "Always":
-                continue  # only sidecars keep running next to the others
-            views.append(ContainerView(
-                name=str(c.get("name") or f"{list_name}[{idx}]"),
-                container=platforms.dynamo_rewrite(c), pod_spec=pod_spec,
-                container_path=pointer(*base, list_name, idx),
-                resources_path=pointer(*base, list_name, idx, "resources"),
-                labels_path=labels))
-    return views
+    return platforms.pod_views(pod_spec, base, labels=platforms.labels_path(base))
 
 
 # ---------------------------------------------------------------------------- container level
