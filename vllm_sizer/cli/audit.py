@@ -26,8 +26,8 @@ from .check import build_context
 # (workloads/kinds.py), in its order, with Pod last: a pod is reported on its own only when no
 # listed workload owns it.
 WORKLOAD_RESOURCES: tuple[tuple[str, str, str], ...] = tuple(
-    sorted(((k.api_version, k.plural, k.kind) for k in kinds.KINDS),
-           key=lambda r: r[2] == "Pod"))
+    sorted(((k.api_version, k.plural, k.kind) for k in kinds.KINDS), key=lambda r: r[2] == "Pod")
+)
 # What the reader needs besides the workloads (as `check` finds them in its input).
 CONTEXT_RESOURCES: tuple[tuple[str, str, str, str | None], ...] = (
     ("v1", "limitranges", "LimitRange", None),
@@ -43,13 +43,22 @@ def _rbac_rules() -> list[dict[str, Any]]:
     for api, plural, *_ in (*WORKLOAD_RESOURCES, *CONTEXT_RESOURCES):
         group = api.split("/", 1)[0] if "/" in api else ""
         groups.setdefault(group, set()).add(plural)
-    return [{"apiGroups": [g], "resources": sorted(r), "verbs": ["get", "list"]}
-            for g, r in sorted(groups.items())]
+    return [
+        {"apiGroups": [g], "resources": sorted(r), "verbs": ["get", "list"]}
+        for g, r in sorted(groups.items())
+    ]
 
 
 RBAC_RULES = _rbac_rules()  # the read-only ClusterRole audit needs (tests hold the chart to it)
-_RISK = {"oomkilled": 5, "denied": 4, "undersized": 3, "no-limit": 3, "cannot-size": 2,
-         "ok": 1, "skipped": 0}
+_RISK = {
+    "oomkilled": 5,
+    "denied": 4,
+    "undersized": 3,
+    "no-limit": 3,
+    "cannot-size": 2,
+    "ok": 1,
+    "skipped": 0,
+}
 
 
 @dataclass
@@ -82,20 +91,28 @@ Lister = Callable[[str, str, str | None, str | None], list[dict[str, Any]]]
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    p = sub.add_parser("audit", help="read-only: every vLLM workload in a cluster, by risk",
-                       description="List the vLLM workloads of a cluster with their estimate, "
-                       "limit, verdict and OOMKills (get/list only; changes nothing).")
+    p = sub.add_parser(
+        "audit",
+        help="read-only: every vLLM workload in a cluster, by risk",
+        description="List the vLLM workloads of a cluster with their estimate, "
+        "limit, verdict and OOMKills (get/list only; changes nothing).",
+    )
     scope = p.add_mutually_exclusive_group()
     scope.add_argument("-n", "--namespace", help="only this namespace")
-    scope.add_argument("-A", "--all-namespaces", action="store_true",
-                       help="every namespace (the default)")
+    scope.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="every namespace (the default)"
+    )
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: KUBECONFIG or ~/.kube/config)")
     p.add_argument("-o", "--output", choices=["text", "json", "yaml", "markdown"], default="text")
     p.add_argument("--request-timeout", type=float, default=20.0, metavar="SECONDS")
-    p.add_argument("--trusted-namespace", default="vllm-sizer", metavar="NS",
-                   help="model-config ConfigMaps here apply to every namespace (as the webhook's "
-                   "modelConfigs.namespace); '' for none")
+    p.add_argument(
+        "--trusted-namespace",
+        default="vllm-sizer",
+        metavar="NS",
+        help="model-config ConfigMaps here apply to every namespace (as the webhook's "
+        "modelConfigs.namespace); '' for none",
+    )
     p.set_defaults(func=run)
 
 
@@ -109,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     for p in problems:
         print(f"vllm-sizer audit: {p}", file=sys.stderr)
     render = {"json": render_json, "yaml": render_yaml, "markdown": render_markdown}.get(
-        args.output, render_text)
+        args.output, render_text
+    )
     print(render(rows))
     return 1 if any(_RISK[r.risk] >= _RISK["undersized"] for r in rows) else 0
 
@@ -120,8 +138,12 @@ class AuditError(Exception):
 
 def kube_lister(kubeconfig: str | None, context: str | None, timeout: float) -> Lister:
     """list(api_version, plural, namespace, label_selector) → items, through the kubeconfig."""
-    from ..operator.controller.kube import (ApiError, KubeApi, default_api_client_factory,
-                                            resource_path)
+    from ..operator.controller.kube import (
+        ApiError,
+        KubeApi,
+        default_api_client_factory,
+        resource_path,
+    )
 
     try:
         api = KubeApi(default_api_client_factory(kubeconfig, context), timeout=timeout)
@@ -129,15 +151,19 @@ def kube_lister(kubeconfig: str | None, context: str | None, timeout: float) -> 
     except Exception as exc:  # noqa: BLE001 - kubernetes raises many types
         raise AuditError(f"cannot load the kubeconfig: {exc}") from None
 
-    def lister(api_version: str, plural: str, namespace: str | None,
-               selector: str | None) -> list[dict[str, Any]]:
+    def lister(
+        api_version: str, plural: str, namespace: str | None, selector: str | None
+    ) -> list[dict[str, Any]]:
         ns = None if plural in CLUSTER_SCOPED else namespace
         items: list[dict[str, Any]] = []
         cont: str | None = None
         while True:
             try:
-                page = api.request_sync("GET", resource_path(api_version, plural, ns), query={
-                    "labelSelector": selector, "limit": 500, "continue": cont})
+                page = api.request_sync(
+                    "GET",
+                    resource_path(api_version, plural, ns),
+                    query={"labelSelector": selector, "limit": 500, "continue": cont},
+                )
             except ApiError as exc:
                 if exc.status == 404:  # the kind is not installed (no KServe, no LWS)
                     return []
@@ -154,12 +180,14 @@ def kube_lister(kubeconfig: str | None, context: str | None, timeout: float) -> 
     return lister
 
 
-_KIND_OF = {plural: kind for _a, plural, kind in WORKLOAD_RESOURCES} | \
-    {plural: kind for _a, plural, kind, _s in CONTEXT_RESOURCES}
+_KIND_OF = {plural: kind for _a, plural, kind in WORKLOAD_RESOURCES} | {
+    plural: kind for _a, plural, kind, _s in CONTEXT_RESOURCES
+}
 
 
-def audit(lister: Lister, namespace: str | None, trusted_namespace: str | None = "vllm-sizer"
-          ) -> tuple[list[AuditRow], list[str]]:
+def audit(
+    lister: Lister, namespace: str | None, trusted_namespace: str | None = "vllm-sizer"
+) -> tuple[list[AuditRow], list[str]]:
     """Rows sorted by risk, and problems met while listing (a kind that was forbidden)."""
     problems: list[str] = []
 
@@ -169,8 +197,10 @@ def audit(lister: Lister, namespace: str | None, trusted_namespace: str | None =
         except Exception as exc:  # noqa: BLE001 - one unreadable kind must not stop the audit
             status = getattr(exc, "status", None)
             if status in (401, 403):
-                problems.append(f"{plural}: not readable with these credentials (HTTP {status}); "
-                                "grant the vllm-sizer-audit ClusterRole")
+                problems.append(
+                    f"{plural}: not readable with these credentials (HTTP {status}); "
+                    "grant the vllm-sizer-audit ClusterRole"
+                )
                 return []
             if plural == "pods" or plural == "deployments":
                 raise AuditError(f"listing {plural} failed: {exc}") from None
@@ -182,7 +212,8 @@ def audit(lister: Lister, namespace: str | None, trusted_namespace: str | None =
         context_docs.extend(safe_list(api, plural, selector))
     cluster = build_context(context_docs, trusted_namespace)
     listed: dict[str, list[dict[str, Any]]] = {
-        kind: safe_list(api, plural) for api, plural, kind in WORKLOAD_RESOURCES}
+        kind: safe_list(api, plural) for api, plural, kind in WORKLOAD_RESOURCES
+    }
     pods = listed.get("Pod", [])
     owners = _owner_index(listed)
     rows: list[AuditRow] = []
@@ -193,7 +224,9 @@ def audit(lister: Lister, namespace: str | None, trusted_namespace: str | None =
             if kind == "ReplicaSet" and _controller_ref(obj) is not None:
                 continue  # a Deployment's ReplicaSet: the Deployment's row
             ns = (obj.get("metadata") or {}).get("namespace")
-            policy = PolicySettings(mode="mutate", limit_range_max_bytes=cluster.limit_range_max(ns))
+            policy = PolicySettings(
+                mode="mutate", limit_range_max_bytes=cluster.limit_range_max(ns)
+            )
             decision = review_object(obj, cluster.read_context(ns), policy)
             rows.extend(_rows(obj, decision, _pods_of(obj, pods, owners)))
     rows.sort(key=lambda r: (-_RISK[r.risk], r.namespace or "", r.kind, r.name, r.container))
@@ -209,8 +242,13 @@ def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 def _owner_index(listed: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """uid → object, for every listed workload (pods excluded)."""
-    return {str(o["metadata"]["uid"]): o for kind, objs in listed.items() if kind != "Pod"
-            for o in objs if (o.get("metadata") or {}).get("uid")}
+    return {
+        str(o["metadata"]["uid"]): o
+        for kind, objs in listed.items()
+        if kind != "Pod"
+        for o in objs
+        if (o.get("metadata") or {}).get("uid")
+    }
 
 
 def _top_owner(obj: dict[str, Any], owners: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -225,8 +263,9 @@ def _top_owner(obj: dict[str, Any], owners: dict[str, dict[str, Any]]) -> dict[s
     return top
 
 
-def _pods_of(obj: dict[str, Any], pods: list[dict[str, Any]],
-             owners: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _pods_of(
+    obj: dict[str, Any], pods: list[dict[str, Any]], owners: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
     if obj.get("kind") == "Pod":
         return [obj]
     uid = (obj.get("metadata") or {}).get("uid")
@@ -236,8 +275,10 @@ def _pods_of(obj: dict[str, Any], pods: list[dict[str, Any]],
 def _oom_history(pods: list[dict[str, Any]], container: str) -> tuple[list[OomRecord], int]:
     records, restarts = [], 0
     for pod in pods:
-        spec_limits = {c.get("name"): ((c.get("resources") or {}).get("limits") or {}).get("memory")
-                       for c in (pod.get("spec") or {}).get("containers") or []}
+        spec_limits = {
+            c.get("name"): ((c.get("resources") or {}).get("limits") or {}).get("memory")
+            for c in (pod.get("spec") or {}).get("containers") or []
+        }
         for st in (pod.get("status") or {}).get("containerStatuses") or []:
             if st.get("name") != container:
                 continue
@@ -245,15 +286,21 @@ def _oom_history(pods: list[dict[str, Any]], container: str) -> tuple[list[OomRe
             for state in (st.get("lastState") or {}, st.get("state") or {}):
                 term = state.get("terminated") or {}
                 if term.get("reason") == "OOMKilled":
-                    records.append(OomRecord(
-                        pod=pod["metadata"]["name"], container=container,
-                        time=term.get("finishedAt"), limit=spec_limits.get(container),
-                        restarts=int(st.get("restartCount") or 0)))
+                    records.append(
+                        OomRecord(
+                            pod=pod["metadata"]["name"],
+                            container=container,
+                            time=term.get("finishedAt"),
+                            limit=spec_limits.get(container),
+                            restarts=int(st.get("restartCount") or 0),
+                        )
+                    )
     return records, restarts
 
 
-def _rows(obj: dict[str, Any], decision: ObjectDecision, pods: list[dict[str, Any]]
-          ) -> list[AuditRow]:
+def _rows(
+    obj: dict[str, Any], decision: ObjectDecision, pods: list[dict[str, Any]]
+) -> list[AuditRow]:
     out = []
     for d in decision.containers:
         w = d.workload
@@ -280,12 +327,23 @@ def _rows(obj: dict[str, Any], decision: ObjectDecision, pods: list[dict[str, An
             risk = "ok"
         if d.verdict == "deny" and d.message:
             notes.append(d.message)
-        out.append(AuditRow(
-            risk=risk, kind=decision.kind, namespace=decision.namespace, name=decision.name,
-            container=w.container, model=w.model, estimate_bytes=estimate,
-            limit_bytes=d.limit_before, verdict=d.verdict,
-            needed_limit_bytes=d.limit_after if d.limit_after != d.limit_before else None,
-            notes=notes, restarts=restarts, oomkills=ooms))
+        out.append(
+            AuditRow(
+                risk=risk,
+                kind=decision.kind,
+                namespace=decision.namespace,
+                name=decision.name,
+                container=w.container,
+                model=w.model,
+                estimate_bytes=estimate,
+                limit_bytes=d.limit_before,
+                verdict=d.verdict,
+                needed_limit_bytes=d.limit_after if d.limit_after != d.limit_before else None,
+                notes=notes,
+                restarts=restarts,
+                oomkills=ooms,
+            )
+        )
     return out
 
 
@@ -296,17 +354,23 @@ def _q(n: int | None) -> str:
 def render_text(rows: list[AuditRow]) -> str:
     if not rows:
         return "no vLLM workloads found"
-    head = (f"{'RISK':<12}{'WORKLOAD':<44}{'CONTAINER':<14}{'ESTIMATE':>9}{'LIMIT':>9}"
-            f"{'NEEDS':>9}{'OOMKILLS':>9}{'RESTARTS':>9}  MODEL")
+    head = (
+        f"{'RISK':<12}{'WORKLOAD':<44}{'CONTAINER':<14}{'ESTIMATE':>9}{'LIMIT':>9}"
+        f"{'NEEDS':>9}{'OOMKILLS':>9}{'RESTARTS':>9}  MODEL"
+    )
     lines = [head]
     for r in rows:
         ident = f"{r.kind}/{r.namespace + '/' if r.namespace else ''}{r.name}"
-        lines.append(f"{r.risk:<12}{ident[:43]:<44}{r.container[:13]:<14}{_q(r.estimate_bytes):>9}"
-                     f"{_q(r.limit_bytes):>9}{_q(r.needed_limit_bytes):>9}{len(r.oomkills):>9}"
-                     f"{r.restarts:>9}  {r.model or '?'}")
+        lines.append(
+            f"{r.risk:<12}{ident[:43]:<44}{r.container[:13]:<14}{_q(r.estimate_bytes):>9}"
+            f"{_q(r.limit_bytes):>9}{_q(r.needed_limit_bytes):>9}{len(r.oomkills):>9}"
+            f"{r.restarts:>9}  {r.model or '?'}"
+        )
         for o in r.oomkills[:3]:
-            lines.append(f"{'':<12}  OOMKilled {o.time or '?'} pod {o.pod} (limit then "
-                         f"{o.limit or 'none'}, restarts {o.restarts})")
+            lines.append(
+                f"{'':<12}  OOMKilled {o.time or '?'} pod {o.pod} (limit then "
+                f"{o.limit or 'none'}, restarts {o.restarts})"
+            )
         for n in r.notes[:3]:
             lines.append(f"{'':<12}  {n[:300]}")
     return "\n".join(lines)
@@ -325,14 +389,18 @@ def render_yaml(rows: list[AuditRow]) -> str:
 
 
 def render_markdown(rows: list[AuditRow]) -> str:
-    lines = ["| risk | workload | container | model | estimate | limit | needs | OOMKills | restarts |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| risk | workload | container | model | estimate | limit | needs | OOMKills | restarts |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ident = f"{r.kind} {r.namespace + '/' if r.namespace else ''}{r.name}"
         last = f" (last {r.oomkills[-1].time})" if r.oomkills else ""
-        lines.append(f"| {r.risk} | {ident} | {r.container} | {r.model or '?'} | "
-                     f"{_q(r.estimate_bytes)} | {_q(r.limit_bytes)} | {_q(r.needed_limit_bytes)} | "
-                     f"{len(r.oomkills)}{last} | {r.restarts} |")
+        lines.append(
+            f"| {r.risk} | {ident} | {r.container} | {r.model or '?'} | "
+            f"{_q(r.estimate_bytes)} | {_q(r.limit_bytes)} | {_q(r.needed_limit_bytes)} | "
+            f"{len(r.oomkills)}{last} | {r.restarts} |"
+        )
     return "\n".join(lines)
 
 

@@ -27,16 +27,23 @@ class InputError(Exception):
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    p = sub.add_parser("check", help="run the admission decision offline on manifests",
-                       description="Read Kubernetes manifests and decide as the webhook would.")
+    p = sub.add_parser(
+        "check",
+        help="run the admission decision offline on manifests",
+        description="Read Kubernetes manifests and decide as the webhook would.",
+    )
     p.add_argument("paths", nargs="*", default=["-"], help="files, directories or - (stdin)")
     p.add_argument("-o", "--output", choices=["text", "json", "yaml"], default="text")
     p.add_argument("--mode", choices=list(MODES), default="mutate")
     p.add_argument("--headroom", default="0.10", help="fraction or percentage, e.g. 0.1 or 10%%")
-    p.add_argument("--trusted-namespace", default="vllm-sizer", metavar="NS",
-                   help="namespace whose model-config ConfigMaps apply to every namespace, as "
-                   "the operator's (default: vllm-sizer, the chart's namespace); each object "
-                   "also reads those of its own namespace")
+    p.add_argument(
+        "--trusted-namespace",
+        default="vllm-sizer",
+        metavar="NS",
+        help="namespace whose model-config ConfigMaps apply to every namespace, as "
+        "the operator's (default: vllm-sizer, the chart's namespace); each object "
+        "also reads those of its own namespace",
+    )
     p.set_defaults(func=run)
 
 
@@ -50,8 +57,13 @@ def _files(paths: Iterable[str], errors: list[str] | None = None) -> list[Path |
         p = Path(raw)
         try:
             if p.is_dir():
-                out.extend(sorted(f for f in p.rglob("*")
-                                  if f.suffix in (".yaml", ".yml", ".json") and f.is_file()))
+                out.extend(
+                    sorted(
+                        f
+                        for f in p.rglob("*")
+                        if f.suffix in (".yaml", ".yml", ".json") and f.is_file()
+                    )
+                )
                 continue
             if p.is_file():
                 out.append(p)
@@ -67,7 +79,7 @@ def _files(paths: Iterable[str], errors: list[str] | None = None) -> list[Path |
 
 def _first_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
-    return (text[:300] or type(exc).__name__)
+    return text[:300] or type(exc).__name__
 
 
 def _read_text(f: Path | None) -> str:
@@ -78,8 +90,7 @@ def _read_text(f: Path | None) -> str:
     return data.decode("utf-8") if isinstance(data, bytes) else data
 
 
-def load_documents(paths: Iterable[str], errors: list[str] | None = None
-                   ) -> list[dict[str, Any]]:
+def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> list[dict[str, Any]]:
     """The Kubernetes objects in the files (List kinds flattened). With `errors`, an unreadable
     file or document is described there (file and document number) and reading goes on with
     the next; without it the first problem raises InputError."""
@@ -126,8 +137,9 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None
     return docs
 
 
-def build_context(docs: list[dict[str, Any]], trusted_namespace: str | None = None
-                  ) -> ClusterContext:
+def build_context(
+    docs: list[dict[str, Any]], trusted_namespace: str | None = None
+) -> ClusterContext:
     """Context objects the cluster would use (runtimes, model-config ConfigMaps, LimitRanges),
     namespace by namespace, exactly as the webhook resolves them (policy/cluster.py)."""
     return ClusterContext.from_objects(docs, trusted_namespace)
@@ -154,8 +166,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             results.append((doc, review_object(doc, cluster.read_context(ns), policy)))
         except Exception as exc:  # noqa: BLE001 - one object must not stop the others
-            errors.append(f"{doc.get('kind')} {meta.get('name', '?')}: internal error "
-                          f"({type(exc).__name__}: {_first_line(exc)})")
+            errors.append(
+                f"{doc.get('kind')} {meta.get('name', '?')}: internal error "
+                f"({type(exc).__name__}: {_first_line(exc)})"
+            )
             results.append((doc, None))
     for problem in errors:
         print(f"vllm-sizer check: {problem}", file=sys.stderr)
@@ -177,27 +191,35 @@ def json_rows(r: ObjectDecision) -> list[dict[str, Any]]:
     for d in r.containers:
         s = d.workload.settings
         rep = d.report
-        rows.append({
-            "kind": r.kind, "namespace": r.namespace, "name": r.name,
-            "container": d.workload.container, "verdict": d.verdict,
-            "message": d.message, "warnings": d.warnings,
-            "engine": {
-                "model": d.workload.model,
-                "device": s.device if s else "unknown",
-                "max_num_batched_tokens": rep.resolved.max_num_batched_tokens if rep else (s and s.max_num_batched_tokens),
-                "max_num_seqs": rep.resolved.max_num_seqs if rep else (s and s.max_num_seqs),
-                "max_model_len": rep.resolved.max_model_len if rep else (s and s.max_model_len),
-                "enable_lora": bool(s and s.enable_lora),
-                "max_lora_rank": rep.resolved.max_lora_rank if rep else (s and s.max_lora_rank),
-                "max_loras": rep.resolved.max_loras if rep else (s and s.max_loras),
-                "tensor_parallel_size": s.tensor_parallel_size if s else 1,
-                "dtype": rep.resolved.dtype if rep else (s.dtype if s else None),
-            },
-            "estimate": rep.model_dump(mode="json") if rep else None,
-            "limit_bytes_before": d.limit_before,
-            "limit_bytes_after": d.limit_after,
-            "diagnostics": [str(x) for x in d.workload.diagnostics],
-        })
+        rows.append(
+            {
+                "kind": r.kind,
+                "namespace": r.namespace,
+                "name": r.name,
+                "container": d.workload.container,
+                "verdict": d.verdict,
+                "message": d.message,
+                "warnings": d.warnings,
+                "engine": {
+                    "model": d.workload.model,
+                    "device": s.device if s else "unknown",
+                    "max_num_batched_tokens": rep.resolved.max_num_batched_tokens
+                    if rep
+                    else (s and s.max_num_batched_tokens),
+                    "max_num_seqs": rep.resolved.max_num_seqs if rep else (s and s.max_num_seqs),
+                    "max_model_len": rep.resolved.max_model_len if rep else (s and s.max_model_len),
+                    "enable_lora": bool(s and s.enable_lora),
+                    "max_lora_rank": rep.resolved.max_lora_rank if rep else (s and s.max_lora_rank),
+                    "max_loras": rep.resolved.max_loras if rep else (s and s.max_loras),
+                    "tensor_parallel_size": s.tensor_parallel_size if s else 1,
+                    "dtype": rep.resolved.dtype if rep else (s.dtype if s else None),
+                },
+                "estimate": rep.model_dump(mode="json") if rep else None,
+                "limit_bytes_before": d.limit_before,
+                "limit_bytes_after": d.limit_after,
+                "diagnostics": [str(x) for x in d.workload.diagnostics],
+            }
+        )
     return rows
 
 
@@ -211,15 +233,21 @@ def render_text(results: list[ObjectDecision]) -> str:
             lines.append(f"{ident}: not a vLLM workload, untouched")
             continue
         lines.append(f"{ident}: {r.verdict.upper()}")
-        lines.append(f"  {'container':<20}{'verdict':<9}{'estimate':>10}{'limit':>10}{'→ new':>10}  model")
+        lines.append(
+            f"  {'container':<20}{'verdict':<9}{'estimate':>10}{'limit':>10}{'→ new':>10}  model"
+        )
         for d in r.containers:
             est = gi(d.report.total_memory_bytes) if d.report else "-"
             after = gi(d.limit_after) if d.limit_after != d.limit_before else ""
-            lines.append(f"  {d.workload.container:<20}{d.verdict:<9}{est:>10}"
-                         f"{gi(d.limit_before):>10}{after:>10}  {d.workload.model or '?'}")
+            lines.append(
+                f"  {d.workload.container:<20}{d.verdict:<9}{est:>10}"
+                f"{gi(d.limit_before):>10}{after:>10}  {d.workload.model or '?'}"
+            )
         if r.verdict == "deny":
-            lines.append(f"  Error from server (Forbidden): error when creating: admission webhook "
-                         f"\"validate.vllm-sizer.io\" denied the request: {r.message}")
+            lines.append(
+                f"  Error from server (Forbidden): error when creating: admission webhook "
+                f'"validate.vllm-sizer.io" denied the request: {r.message}'
+            )
         for w in r.warnings:
             lines.append(f"  Warning: {w}")
     return "\n".join(lines)

@@ -18,27 +18,61 @@ from ..workloads.vllm_args import env_settings, find_invocation, parse_vllm_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
-    p = sub.add_parser("estimate", help="estimate a vLLM server's peak memory from its command line",
-                       description="Estimate the peak memory of `vllm serve ...` (after --).")
+    p = sub.add_parser(
+        "estimate",
+        help="estimate a vLLM server's peak memory from its command line",
+        description="Estimate the peak memory of `vllm serve ...` (after --).",
+    )
     p.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    p.add_argument("--env", action="append", default=[], metavar="K=V",
-                   help="environment of the vLLM process, e.g. VLLM_CPU_KVCACHE_SPACE=4")
-    p.add_argument("--device", choices=["cpu", "cuda", "rocm", "other", "unknown"],
-                   help="backend (vLLM's own --device exists only up to vLLM 0.9)")
-    p.add_argument("--vllm-version", help="vLLM version whose defaults apply (default: latest known)")
-    p.add_argument("--gpu-memory", type=float, metavar="GiB",
-                   help="memory of one GPU; without it the device-side fit check is skipped")
-    p.add_argument("--model-config", type=Path, metavar="FILE",
-                   help="the model's config.json, for models not in the built-in catalog")
-    p.add_argument("--allocator", choices=["glibc", "tcmalloc", "unknown"], default="unknown",
-                   help="malloc of the vLLM process (vLLM's CPU images preload tcmalloc)")
-    p.add_argument("--sweep", metavar="FLAG=START:END[:STEP]",
-                   help="the sizing curve: one estimate per value of max-num-batched-tokens, "
-                   "max-lora-rank, max-num-seqs or max-model-len (doubling without STEP)")
-    p.add_argument("--limit", metavar="QUANTITY",
-                   help="with --sweep: a pod memory limit (e.g. 16Gi) to mark what fits")
-    p.add_argument("--plot", metavar="FILE.png|svg",
-                   help="with --sweep: draw the curve (needs the 'plot' extra: matplotlib)")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="environment of the vLLM process, e.g. VLLM_CPU_KVCACHE_SPACE=4",
+    )
+    p.add_argument(
+        "--device",
+        choices=["cpu", "cuda", "rocm", "other", "unknown"],
+        help="backend (vLLM's own --device exists only up to vLLM 0.9)",
+    )
+    p.add_argument(
+        "--vllm-version", help="vLLM version whose defaults apply (default: latest known)"
+    )
+    p.add_argument(
+        "--gpu-memory",
+        type=float,
+        metavar="GiB",
+        help="memory of one GPU; without it the device-side fit check is skipped",
+    )
+    p.add_argument(
+        "--model-config",
+        type=Path,
+        metavar="FILE",
+        help="the model's config.json, for models not in the built-in catalog",
+    )
+    p.add_argument(
+        "--allocator",
+        choices=["glibc", "tcmalloc", "unknown"],
+        default="unknown",
+        help="malloc of the vLLM process (vLLM's CPU images preload tcmalloc)",
+    )
+    p.add_argument(
+        "--sweep",
+        metavar="FLAG=START:END[:STEP]",
+        help="the sizing curve: one estimate per value of max-num-batched-tokens, "
+        "max-lora-rank, max-num-seqs or max-model-len (doubling without STEP)",
+    )
+    p.add_argument(
+        "--limit",
+        metavar="QUANTITY",
+        help="with --sweep: a pod memory limit (e.g. 16Gi) to mark what fits",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png|svg",
+        help="with --sweep: draw the curve (needs the 'plot' extra: matplotlib)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
     p.set_defaults(func=run)
 
@@ -66,15 +100,20 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"--env takes K=V, got {item!r}")
         env[key] = value
     found = find_invocation(argv)
-    flags, positional = found if found else (argv[2:] if argv[:2] == ["vllm", "serve"] else argv, True)
+    flags, positional = (
+        found if found else (argv[2:] if argv[:2] == ["vllm", "serve"] else argv, True)
+    )
     try:
         version = VllmVersion.parse(args.vllm_version) if args.vllm_version else None
     except ValueError as exc:
         return _fail(f"--vllm-version {args.vllm_version!r}: {exc}")
     parsed = parse_vllm_args(flags, version=version, positional_model=positional, strict=True)
     env_values, env_diags = env_settings(env)
-    facts: dict[str, Any] = {**env_values, "vllm_version": args.vllm_version,
-                             "allocator": args.allocator}
+    facts: dict[str, Any] = {
+        **env_values,
+        "vllm_version": args.vllm_version,
+        "allocator": args.allocator,
+    }
     if args.device:
         facts["device"] = args.device
     if args.gpu_memory:
@@ -102,8 +141,9 @@ def run(args: argparse.Namespace) -> int:
     for d in diags:
         report.notes.append(f"{d.severity}: {d}")
     if parsed.unknown_flags:
-        report.notes.append("flags not read (no effect on memory assumed): "
-                            + " ".join(parsed.unknown_flags))
+        report.notes.append(
+            "flags not read (no effect on memory assumed): " + " ".join(parsed.unknown_flags)
+        )
     if args.output == "json":
         print(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
@@ -123,10 +163,15 @@ def _sweep(args: argparse.Namespace, settings: Any) -> int:
         config, _note = _model_config(args.model_config, settings.model)
         geometry = ModelGeometry.from_hf_config(config)
         points = sweep.run_sweep(geometry, settings, spec)
-        best = sweep.largest_fitting(geometry, settings, spec, points, limit) \
-            if limit is not None else None
+        best = (
+            sweep.largest_fitting(geometry, settings, spec, points, limit)
+            if limit is not None
+            else None
+        )
         if args.plot:
-            sweep.plot(args.plot, spec, points, limit, best, sweep.describe(settings, settings.model))
+            sweep.plot(
+                args.plot, spec, points, limit, best, sweep.describe(settings, settings.model)
+            )
     except EstimatorError as exc:
         return _fail(str(exc))
     except (OSError, ValueError) as exc:
@@ -147,9 +192,11 @@ def _model_config(path: Path | None, model: str | None) -> tuple[dict[str, Any],
         model = "Qwen/Qwen3-0.6B"  # vLLM ModelConfig default model (0.11, 0.33)
     res = resolve_model(model)
     if res.config is None:
-        raise EstimatorError(f"unknown model '{model}'"
-                             + (f" ({res.refusal})" if res.refusal else "")
-                             + ": pass its config.json with --model-config FILE")
+        raise EstimatorError(
+            f"unknown model '{model}'"
+            + (f" ({res.refusal})" if res.refusal else "")
+            + ": pass its config.json with --model-config FILE"
+        )
     return res.config, res.note
 
 
@@ -168,7 +215,9 @@ def render_text(report: MemoryReport) -> str:
     lines.append(f"{'TOTAL (host memory)':<24}{report.total_memory_bytes / GiB:>10.2f}")
     if report.device_memory_bytes is not None:
         fit = {True: "fits", False: "DOES NOT FIT", None: "fit not checked"}[report.device_fits]
-        lines.append(f"{'device memory per GPU':<24}{report.device_memory_bytes / GiB:>10.2f}  {fit}")
+        lines.append(
+            f"{'device memory per GPU':<24}{report.device_memory_bytes / GiB:>10.2f}  {fit}"
+        )
     if report.notes:
         lines.append("")
         lines.append("notes:")

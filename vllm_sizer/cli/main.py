@@ -16,7 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     as_plugin = os.path.basename(sys.argv[0]).startswith("kubectl-")
     parser = argparse.ArgumentParser(
         prog="kubectl vllm-sizer" if as_plugin else "vllm-sizer",
-        description="Size vLLM pods: peak memory from the vLLM command line.")
+        description="Size vLLM pods: peak memory from the vLLM command line.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     for name, extra in SUBCOMMANDS.items():
         try:
@@ -30,15 +31,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _missing(sub: argparse._SubParsersAction, name: str, extra: str | None,  # noqa: SLF001
-             exc: ImportError) -> None:
+def _missing(
+    sub: argparse._SubParsersAction,
+    name: str,
+    extra: str | None,  # noqa: SLF001
+    exc: ImportError,
+) -> None:
     p = sub.add_parser(name, help=f"(needs: pip install 'vllm-sizer[{extra}]')", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
     def fail(_args: argparse.Namespace) -> int:
-        print(f"vllm-sizer {name}: needs the '{extra}' extra ({exc.name or exc} is not "
-              f"installed): pip install 'vllm-sizer[{extra}]'", file=sys.stderr)
+        print(
+            f"vllm-sizer {name}: needs the '{extra}' extra ({exc.name or exc} is not "
+            f"installed): pip install 'vllm-sizer[{extra}]'",
+            file=sys.stderr,
+        )
         return 2
+
     p.set_defaults(func=fail)
 
 
@@ -52,8 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - see the docstring
-        print(f"vllm-sizer {getattr(args, 'command', '')}: internal error "
-              f"({type(exc).__name__}: {str(exc)[:300]})", file=sys.stderr)
+        print(
+            f"vllm-sizer {getattr(args, 'command', '')}: internal error "
+            f"({type(exc).__name__}: {str(exc)[:300]})",
+            file=sys.stderr,
+        )
         return 2
 
 

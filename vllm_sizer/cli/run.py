@@ -42,8 +42,13 @@ import sys
 import tempfile
 from typing import Any
 
-from ..operator.settings import (CERT_SECRET_NAME, HEALTH_PATH, MUTATING_CONFIG_NAME,
-                                 VALIDATING_CONFIG_NAME, OperatorSettings)
+from ..operator.settings import (
+    CERT_SECRET_NAME,
+    HEALTH_PATH,
+    MUTATING_CONFIG_NAME,
+    VALIDATING_CONFIG_NAME,
+    OperatorSettings,
+)
 
 log = logging.getLogger("vllm_sizer.run")
 DEV_MUTATING = "vllm-sizer-dev-mutating"
@@ -53,31 +58,58 @@ CERT_CHECK_INTERVAL = 3600.0
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
     p = sub.add_parser(
-        "run", help="run the operator (webhook server, controller, or both)",
+        "run",
+        help="run the operator (webhook server, controller, or both)",
         description="Run vllm-sizer in a cluster (--role) or locally against the current "
-                    "kubeconfig (--dev). Settings come from VLLM_SIZER_* environment variables.")
+        "kubeconfig (--dev). Settings come from VLLM_SIZER_* environment variables.",
+    )
     p.add_argument("--role", choices=["webhook", "controller", "all"], default="all")
-    p.add_argument("--dev", action="store_true",
-                   help="local run: self-signed certificate, URL webhook configurations "
-                        "(failurePolicy Ignore) registered now and deleted on exit")
-    p.add_argument("--webhook-host", default=None,
-                   help="--dev: the address the API server reaches this process at "
-                        "(default 127.0.0.1)")
-    p.add_argument("--namespace", default=None,
-                   help="serve only this namespace (webhook namespaceSelector and watchers)")
+    p.add_argument(
+        "--dev",
+        action="store_true",
+        help="local run: self-signed certificate, URL webhook configurations "
+        "(failurePolicy Ignore) registered now and deleted on exit",
+    )
+    p.add_argument(
+        "--webhook-host",
+        default=None,
+        help="--dev: the address the API server reaches this process at (default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--namespace",
+        default=None,
+        help="serve only this namespace (webhook namespaceSelector and watchers)",
+    )
     p.add_argument("--port", type=int, default=None, help="webhook TLS port (default 9443)")
-    p.add_argument("--metrics-port", type=int, default=None,
-                   help="metrics/health HTTP port (default 8080; -1 disables)")
-    p.add_argument("--bind", default=None,
-                   help="listen address of every listener: webhook, metrics, Kopf liveness "
-                        "(default 0.0.0.0; --dev: HOST when it is an IP)")
-    p.add_argument("--priority", type=int, default=None,
-                   help="controller: use Kopf peering with this priority instead of standalone")
-    p.add_argument("--peering-name", default="vllm-sizer",
-                   help="controller with --priority: the KopfPeering object's name")
-    p.add_argument("--liveness", default=None,
-                   help="controller: Kopf liveness endpoint URL (default "
-                        "http://<--bind address>:<metrics port + 1>/healthz; '' disables)")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="metrics/health HTTP port (default 8080; -1 disables)",
+    )
+    p.add_argument(
+        "--bind",
+        default=None,
+        help="listen address of every listener: webhook, metrics, Kopf liveness "
+        "(default 0.0.0.0; --dev: HOST when it is an IP)",
+    )
+    p.add_argument(
+        "--priority",
+        type=int,
+        default=None,
+        help="controller: use Kopf peering with this priority instead of standalone",
+    )
+    p.add_argument(
+        "--peering-name",
+        default="vllm-sizer",
+        help="controller with --priority: the KopfPeering object's name",
+    )
+    p.add_argument(
+        "--liveness",
+        default=None,
+        help="controller: Kopf liveness endpoint URL (default "
+        "http://<--bind address>:<metrics port + 1>/healthz; '' disables)",
+    )
     p.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: KUBECONFIG)")
     p.add_argument("--context", default=None, help="kubeconfig context")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -182,8 +214,11 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
                 cleanups.append(await _metrics_server(settings, liveness))
             await _controller(args, settings, factory, lookup, stop, liveness)
         else:
-            print(f"vllm-sizer: webhook role running (pid {os.getpid()}); Ctrl+C to stop",
-                  file=sys.stderr, flush=True)
+            print(
+                f"vllm-sizer: webhook role running (pid {os.getpid()}); Ctrl+C to stop",
+                file=sys.stderr,
+                flush=True,
+            )
             await stop.wait()
     finally:
         for fn in reversed(cleanups):
@@ -217,7 +252,9 @@ async def _metrics_server(settings: OperatorSettings, liveness: str | None) -> A
     from ..operator import metrics
     from ..operator.settings import METRICS_PATH
 
-    target = (liveness or "").replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://[::1]:")
+    target = (
+        (liveness or "").replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://[::1]:")
+    )
 
     async def metrics_page(_request: web.Request) -> web.Response:
         body, ctype = metrics.render()
@@ -242,8 +279,9 @@ async def _metrics_server(settings: OperatorSettings, liveness: str | None) -> A
     return runner.cleanup
 
 
-def kopf_operator_kwargs(args: argparse.Namespace, settings: OperatorSettings,
-                         liveness: str | None) -> dict[str, Any]:
+def kopf_operator_kwargs(
+    args: argparse.Namespace, settings: OperatorSettings, liveness: str | None
+) -> dict[str, Any]:
     """Arguments for `kopf.operator` (besides registry and stop flag): standalone unless
     `--priority` asks for peering; the served namespaces, or cluster-wide."""
     peering = args.priority is not None
@@ -257,8 +295,14 @@ def kopf_operator_kwargs(args: argparse.Namespace, settings: OperatorSettings,
     return kwargs
 
 
-async def _controller(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
-                      lookup: Any, stop: asyncio.Event, liveness: str | None) -> None:
+async def _controller(
+    args: argparse.Namespace,
+    settings: OperatorSettings,
+    factory: Any,
+    lookup: Any,
+    stop: asyncio.Event,
+    liveness: str | None,
+) -> None:
     import kopf
     from kopf._core.intents.registries import SmartOperatorRegistry
 
@@ -269,16 +313,26 @@ async def _controller(args: argparse.Namespace, settings: OperatorSettings, fact
 
     api = KubeApi(factory)
     controller_lookup = ClusterModelConfigs(factory, settings)  # with the Hub when enabled
-    learner = (ModelLearner(api, controller_lookup.hub, settings.trusted_namespace)
-               if controller_lookup.hub is not None else None)
+    learner = (
+        ModelLearner(api, controller_lookup.hub, settings.trusted_namespace)
+        if controller_lookup.hub is not None
+        else None
+    )
     # Kopf's default registry class: it carries the kubeconfig / in-cluster login handlers (a
     # plain OperatorRegistry has none); kopf does not re-export it, hence the private import.
     registry = SmartOperatorRegistry()
-    register(registry, Sizer(api, settings, controller_lookup, learner=learner),
-             OomWatcher(api, settings, verdicts=PodVerdicts(api, settings)))
+    register(
+        registry,
+        Sizer(api, settings, controller_lookup, learner=learner),
+        OomWatcher(api, settings, verdicts=PodVerdicts(api, settings)),
+    )
     kwargs = kopf_operator_kwargs(args, settings, liveness)
-    log.info("controller starting (%s)", "standalone" if kwargs["standalone"]
-             else f"peering {args.peering_name!r}, priority {args.priority}")
+    log.info(
+        "controller starting (%s)",
+        "standalone"
+        if kwargs["standalone"]
+        else f"peering {args.peering_name!r}, priority {args.priority}",
+    )
     try:
         await kopf.operator(registry=registry, stop_flag=stop, **kwargs)
     finally:
@@ -299,7 +353,9 @@ def url_sans(url: str | None) -> tuple[list[str], list[str]]:
     return ([host], []) if _is_ip(host) else ([], [host])
 
 
-async def _in_cluster_certificates(settings: OperatorSettings, factory: Any, cleanups: list) -> None:
+async def _in_cluster_certificates(
+    settings: OperatorSettings, factory: Any, cleanups: list
+) -> None:
     from ..operator import certificates as certs
 
     ips, dns = url_sans(settings.webhook_url)
@@ -308,15 +364,26 @@ async def _in_cluster_certificates(settings: OperatorSettings, factory: Any, cle
         from kubernetes import client
 
         bundle, changed = certs.ensure_certificate_secret(
-            client.CoreV1Api(factory()), settings.operator_namespace, CERT_SECRET_NAME,
-            settings.service_name, ip_addresses=ips, extra_dns_names=dns)
+            client.CoreV1Api(factory()),
+            settings.operator_namespace,
+            CERT_SECRET_NAME,
+            settings.service_name,
+            ip_addresses=ips,
+            extra_dns_names=dns,
+        )
         on_disk = certs.read_certificates(settings.cert_dir)
         if on_disk is None or on_disk.cert != bundle.cert or on_disk.key != bundle.key:
             certs.write_certificates(settings.cert_dir, bundle)
-        ca = certs.merge_ca_bundles(on_disk.ca_cert if on_disk else None, bundle.ca_cert) \
-            if changed else bundle.ca_cert
-        certs.patch_ca_bundles(client.AdmissionregistrationV1Api(factory()), ca,
-                               (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME))
+        ca = (
+            certs.merge_ca_bundles(on_disk.ca_cert if on_disk else None, bundle.ca_cert)
+            if changed
+            else bundle.ca_cert
+        )
+        certs.patch_ca_bundles(
+            client.AdmissionregistrationV1Api(factory()),
+            ca,
+            (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME),
+        )
         return changed
 
     await asyncio.to_thread(ensure)
@@ -335,23 +402,27 @@ async def _in_cluster_certificates(settings: OperatorSettings, factory: Any, cle
 
 
 # --------------------------------------------------------------------------------- --dev
-async def _dev_setup(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
-                     cleanups: list) -> OperatorSettings:
+async def _dev_setup(
+    args: argparse.Namespace, settings: OperatorSettings, factory: Any, cleanups: list
+) -> OperatorSettings:
     from ..operator import certificates as certs
 
     host = args.webhook_host or "127.0.0.1"
     cert_dir = tempfile.mkdtemp(prefix="vllm-sizer-dev-")
     ip = _is_ip(host)
     bundle = certs.generate_self_signed(
-        settings.service_name, settings.operator_namespace,
+        settings.service_name,
+        settings.operator_namespace,
         ip_addresses=[host] if ip else [],
-        extra_dns_names=["localhost"] + ([] if ip else [host]))
+        extra_dns_names=["localhost"] + ([] if ip else [host]),
+    )
     certs.write_certificates(cert_dir, bundle)
     args._dev_ca = bundle.ca_cert  # noqa: SLF001 - handed to _dev_register
     args._dev_host = host  # noqa: SLF001
 
     def remove_dir() -> None:
         import shutil
+
         shutil.rmtree(cert_dir, ignore_errors=True)
 
     cleanups.append(remove_dir)
@@ -363,12 +434,14 @@ async def _dev_setup(args: argparse.Namespace, settings: OperatorSettings, facto
     return settings.model_copy(update=update)
 
 
-def dev_configurations(settings: OperatorSettings, url: str, ca_cert: bytes
-                       ) -> tuple[dict[str, Any], dict[str, Any]]:
+def dev_configurations(
+    settings: OperatorSettings, url: str, ca_cert: bytes
+) -> tuple[dict[str, Any], dict[str, Any]]:
     from ..operator.webhook.configurations import webhook_configurations
 
-    mutating, validating = webhook_configurations(settings, url=url, ca_bundle=ca_cert,
-                                                  failure_policy="Ignore")
+    mutating, validating = webhook_configurations(
+        settings, url=url, ca_bundle=ca_cert, failure_policy="Ignore"
+    )
     mutating["metadata"]["name"] = DEV_MUTATING
     validating["metadata"]["name"] = DEV_VALIDATING
     for cfg in (mutating, validating):
@@ -376,8 +449,9 @@ def dev_configurations(settings: OperatorSettings, url: str, ca_cert: bytes
     return mutating, validating
 
 
-async def _dev_register(args: argparse.Namespace, settings: OperatorSettings, factory: Any,
-                        cleanups: list, runner: Any) -> None:
+async def _dev_register(
+    args: argparse.Namespace, settings: OperatorSettings, factory: Any, cleanups: list, runner: Any
+) -> None:
     from ..operator.webhook.server import bound_port
 
     port = bound_port(runner)
@@ -389,8 +463,10 @@ async def _dev_register(args: argparse.Namespace, settings: OperatorSettings, fa
         from kubernetes.client.exceptions import ApiException
 
         api = client.AdmissionregistrationV1Api(factory())
-        for fn, name in ((api.delete_mutating_webhook_configuration, DEV_MUTATING),
-                         (api.delete_validating_webhook_configuration, DEV_VALIDATING)):
+        for fn, name in (
+            (api.delete_mutating_webhook_configuration, DEV_MUTATING),
+            (api.delete_validating_webhook_configuration, DEV_VALIDATING),
+        ):
             try:
                 fn(name, _request_timeout=10)
                 print(f"vllm-sizer: deleted {name}", file=sys.stderr, flush=True)
@@ -404,12 +480,19 @@ async def _dev_register(args: argparse.Namespace, settings: OperatorSettings, fa
 
         api = client.AdmissionregistrationV1Api(factory())
         for body, create_fn, replace_fn, read_fn in (
-                (mutating, api.create_mutating_webhook_configuration,
-                 api.replace_mutating_webhook_configuration,
-                 api.read_mutating_webhook_configuration),
-                (validating, api.create_validating_webhook_configuration,
-                 api.replace_validating_webhook_configuration,
-                 api.read_validating_webhook_configuration)):
+            (
+                mutating,
+                api.create_mutating_webhook_configuration,
+                api.replace_mutating_webhook_configuration,
+                api.read_mutating_webhook_configuration,
+            ),
+            (
+                validating,
+                api.create_validating_webhook_configuration,
+                api.replace_validating_webhook_configuration,
+                api.read_validating_webhook_configuration,
+            ),
+        ):
             name = body["metadata"]["name"]
             try:
                 create_fn(body, _request_timeout=10)
@@ -425,6 +508,9 @@ async def _dev_register(args: argparse.Namespace, settings: OperatorSettings, fa
 
     cleanups.append(cleanup)  # registered first: runs even when the creation fails half-way
     await asyncio.to_thread(create)
-    print(f"vllm-sizer --dev: webhook at {url} registered as {DEV_MUTATING} and "
-          f"{DEV_VALIDATING} (failurePolicy Ignore); they are deleted on exit",
-          file=sys.stderr, flush=True)
+    print(
+        f"vllm-sizer --dev: webhook at {url} registered as {DEV_MUTATING} and "
+        f"{DEV_VALIDATING} (failurePolicy Ignore); they are deleted on exit",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -9,8 +9,12 @@ from .catalog import catalog_ids, lookup as lookup_model, model_config
 from .errors import EstimatorError, InvalidSettings, MissingConfigField, UnknownModel
 from .geometry import ModelGeometry
 from .inverse import gpu_limits_within, max_batched_tokens_within, max_lora_rank_within
-from .lora import (calculate_lora_adapter_memory, calculate_lora_logits_scratch,
-                   calculate_lora_prefill_scratch_bytes, mechanism_bytes_per_token)
+from .lora import (
+    calculate_lora_adapter_memory,
+    calculate_lora_logits_scratch,
+    calculate_lora_prefill_scratch_bytes,
+    mechanism_bytes_per_token,
+)
 from .report import MemoryReport, Term
 from .settings import EngineSettings, ResolvedSettings, resolve_settings
 from .versions import VllmVersion
@@ -18,11 +22,30 @@ from .versions import VllmVersion
 calculate_lora_prefill_scratch = ModelMemoryCalculator().calculate_lora_prefill_scratch
 
 __all__ = [
-    "EngineSettings", "EstimatorError", "InvalidSettings", "LoraConfig", "MemoryReport",
-    "MissingConfigField", "ModelGeometry", "ModelMemoryCalculator", "ResolvedSettings", "Term",
-    "UnknownModel", "VllmVersion", "build_report", "calculate_lora_adapter_memory",
-    "calculate_lora_logits_scratch", "calculate_lora_prefill_scratch",
-    "calculate_lora_prefill_scratch_bytes", "calculate_memory", "catalog_ids", "gpu_limits_within", "lookup_model",
-    "max_batched_tokens_within", "max_lora_rank_within", "mechanism_bytes_per_token",
-    "model_config", "resolve_settings",
+    "EngineSettings",
+    "EstimatorError",
+    "InvalidSettings",
+    "LoraConfig",
+    "MemoryReport",
+    "MissingConfigField",
+    "ModelGeometry",
+    "ModelMemoryCalculator",
+    "ResolvedSettings",
+    "Term",
+    "UnknownModel",
+    "VllmVersion",
+    "build_report",
+    "calculate_lora_adapter_memory",
+    "calculate_lora_logits_scratch",
+    "calculate_lora_prefill_scratch",
+    "calculate_lora_prefill_scratch_bytes",
+    "calculate_memory",
+    "catalog_ids",
+    "gpu_limits_within",
+    "lookup_model",
+    "max_batched_tokens_within",
+    "max_lora_rank_within",
+    "mechanism_bytes_per_token",
+    "model_config",
+    "resolve_settings",
 ]

@@ -67,7 +67,7 @@ def normalise_model_id(model: str) -> str:
     → 'org/name' (lowercase, no scheme, no revision, no trailing slash) for catalog lookup."""
     m = model.strip()
     if m.lower().startswith(_HF_URL):
-        m = m[len(_HF_URL):]
+        m = m[len(_HF_URL) :]
     m = _SCHEME.sub("", m.lower(), count=1)
     m = m.split("@", 1)[0].rstrip("/")
     if "/tree/" in m:  # https://huggingface.co/Org/Name/tree/main
@@ -123,10 +123,22 @@ def catalog_ids() -> list[str]:
 
 # Config fields that decide the shapes (weights, KV, LoRA): two entries with equal signatures
 # share a geometry, whatever their names. Used by the index and by name resolution.
-SIGNATURE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
-                  "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
-                  "num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size",
-                  "kv_lora_rank", "tie_word_embeddings")
+SIGNATURE_KEYS = (
+    "model_type",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+    "num_local_experts",
+    "num_experts",
+    "n_routed_experts",
+    "moe_intermediate_size",
+    "kv_lora_rank",
+    "tie_word_embeddings",
+)
 
 
 def geometry_signature(config: dict[str, Any]) -> list[Any]:

@@ -27,12 +27,18 @@ class Constant:
 # into data/lora_scratch_calibration.json by calibration/export.py from
 # calibration/measurements.csv (never typed here).
 def _runtime_constant() -> Constant:
-    raw = json.loads(resources.files(__package__).joinpath(
-        "data/lora_scratch_calibration.json").read_text())
+    raw = json.loads(
+        resources.files(__package__).joinpath("data/lora_scratch_calibration.json").read_text()
+    )
     ro = raw["cpu_runtime_overhead"]
-    return (Constant(value=int(ro["bytes"]), kind=ro["kind"], source=ro["source"]),
-            Constant(value=float(ro.get("per_weight_byte", 0.0)), kind=ro["kind"],
-                     source="slope of the same envelope over model sizes: " + ro["source"]))
+    return (
+        Constant(value=int(ro["bytes"]), kind=ro["kind"], source=ro["source"]),
+        Constant(
+            value=float(ro.get("per_weight_byte", 0.0)),
+            kind=ro["kind"],
+            source="slope of the same envelope over model sizes: " + ro["source"],
+        ),
+    )
 
 
 # runtime = CPU_RUNTIME_BYTES + CPU_RUNTIME_PER_WEIGHT_BYTE × weights
@@ -75,7 +81,6 @@ ACTIVATION_SAMPLER_COPIES = Constant(
 )
 
 
-
 # ---------------------------------------------------------------------------------------- GPU
 # Fitted on the "fit" rows of data/gpu_evidence.json by gpu_evidence.fit_constants (a test keeps
 # the stored block equal to a fresh fit); the "validation" rows are never used here.
@@ -87,59 +92,95 @@ def _gpu_fitted() -> dict:
 _F = _gpu_fitted()
 _EV = "data/gpu_evidence.json"
 GPU_FORWARD_FACTOR = Constant(
-    value=_F["forward_factor"]["value"], kind="measured",
+    value=_F["forward_factor"]["value"],
+    kind="measured",
     source=f"largest measured/derived forward peak over first-PP-stage fit rows ({_EV}, "
-    f"{_F['forward_factor']['max_row']})")
+    f"{_F['forward_factor']['max_row']})",
+)
 GPU_SAMPLER_FP32_COPIES_SORT = Constant(
-    value=_F["sampler_fp32_copies_sort"]["value"], kind="derived",
+    value=_F["sampler_fp32_copies_sort"]["value"],
+    kind="derived",
     source="sort path: fp32 logits, sorted values + int64 indices, probs, scatter, masks and the "
     f"sort's double buffers = 9.5 fp32 copies; fit rows reach {_F['sampler_fp32_copies_sort']['max_fit']} "
-    f"({_EV})")
+    f"({_EV})",
+)
 GPU_SAMPLER_FP32_COPIES_TRITON = Constant(
-    value=_F["sampler_fp32_copies_triton"]["value"], kind="measured",
+    value=_F["sampler_fp32_copies_triton"]["value"],
+    kind="measured",
     source="Triton top-k/top-p path (vLLM ≥ 0.17): largest fit row "
-    f"({_F['sampler_fp32_copies_triton']['max_row']}, {_EV})")
+    f"({_F['sampler_fp32_copies_triton']['max_row']}, {_EV})",
+)
 GPU_NON_TORCH_TABLE: tuple = tuple(
-    (tuple(int(x) for x in e["since"].split(".")), e["tp1"],
-     e["tpn"] if e["tpn"] is not None else _F["non_torch_gib"][0]["tpn"],
-     f"largest fit row for vLLM ≥ {e['since']} ({_EV})" + (
-         "" if e["tpn"] is not None else "; TP>1 not measured in this range: the ≥ 0.18 value "
-         "is assumed"))
-    for e in _F["non_torch_gib"])
+    (
+        tuple(int(x) for x in e["since"].split(".")),
+        e["tp1"],
+        e["tpn"] if e["tpn"] is not None else _F["non_torch_gib"][0]["tpn"],
+        f"largest fit row for vLLM ≥ {e['since']} ({_EV})"
+        + (
+            ""
+            if e["tpn"] is not None
+            else "; TP>1 not measured in this range: the ≥ 0.18 value is assumed"
+        ),
+    )
+    for e in _F["non_torch_gib"]
+)
 GPU_GRAPH_DENSE_BASE = Constant(
-    value=_F["cuda_graph_dense"]["base_gib"], kind="measured",
+    value=_F["cuda_graph_dense"]["base_gib"],
+    kind="measured",
     source=f"CUDA graph pool of dense models = base + per-layer × decoder layers per stage, a line "
-    f"over {_F['cuda_graph_dense']['rows']} fit rows shifted to cover all of them ({_EV})")
+    f"over {_F['cuda_graph_dense']['rows']} fit rows shifted to cover all of them ({_EV})",
+)
 GPU_GRAPH_DENSE_PER_LAYER = Constant(
-    value=_F["cuda_graph_dense"]["per_layer_gib"], kind="measured", source=GPU_GRAPH_DENSE_BASE.source)
+    value=_F["cuda_graph_dense"]["per_layer_gib"],
+    kind="measured",
+    source=GPU_GRAPH_DENSE_BASE.source,
+)
 GPU_GRAPH_MOE = Constant(
-    value=_F["cuda_graph_moe_gib"]["value"], kind="measured",
-    source=f"largest CUDA graph pool of the MoE fit rows ({_F['cuda_graph_moe_gib']['max_row']}, {_EV})")
-GPU_CONTEXT_TP1 = Constant(value=_F["context_tp1_gib"]["value"], kind="measured",
-                           source=f"CUDA context at vLLM's init snapshot, TP 1 ({_EV})")
-GPU_CONTEXT_TPN = Constant(value=_F["context_tpn_gib"]["value"], kind="measured",
-                           source=f"CUDA context + NCCL at vLLM's init snapshot, TP > 1 ({_EV})")
+    value=_F["cuda_graph_moe_gib"]["value"],
+    kind="measured",
+    source=f"largest CUDA graph pool of the MoE fit rows ({_F['cuda_graph_moe_gib']['max_row']}, {_EV})",
+)
+GPU_CONTEXT_TP1 = Constant(
+    value=_F["context_tp1_gib"]["value"],
+    kind="measured",
+    source=f"CUDA context at vLLM's init snapshot, TP 1 ({_EV})",
+)
+GPU_CONTEXT_TPN = Constant(
+    value=_F["context_tpn_gib"]["value"],
+    kind="measured",
+    source=f"CUDA context + NCCL at vLLM's init snapshot, TP > 1 ({_EV})",
+)
 
 # Host side of GPU pods (host_processes.py).
 GPU_WORKER_PROCESS_BYTES = Constant(
-    value=3 * GiB, kind="measured",
+    value=3 * GiB,
+    kind="measured",
     source="RSS of one vLLM GPU worker process without offload: ~3 GB "
     "(github.com/vllm-project/vllm/pull/48436: 'per-worker RSS of ~35GB (32GB + 3)'); "
-    f"host rows of {_EV}")
+    f"host rows of {_EV}",
+)
 EXTRA_PROCESS_BYTES = Constant(
-    value=1 * GiB, kind="assumed",
+    value=1 * GiB,
+    kind="assumed",
     source="one more API-server or data-parallel engine-core process (torch + vLLM imported, "
-    "no CUDA context)")
+    "no CUDA context)",
+)
 COMPILE_WORKERS_BYTES = Constant(
-    value=0.5 * GiB, kind="assumed",
-    source="torch.compile / Inductor compile worker subprocesses during startup (not measured)")
+    value=0.5 * GiB,
+    kind="assumed",
+    source="torch.compile / Inductor compile worker subprocesses during startup (not measured)",
+)
 PINNED_ROUNDING_BOUND = Constant(
-    value=2.0, kind="derived",
+    value=2.0,
+    kind="derived",
     source="PyTorch's CachingHostAllocator rounds each pinned block up to the next power of two: "
-    "< 2x of the request (measured 1.6-1.92x in vllm-project/vllm #48436, #53042, #56410)")
+    "< 2x of the request (measured 1.6-1.92x in vllm-project/vllm #48436, #53042, #56410)",
+)
 LMCACHE_LOCAL_CPU_GB_DEFAULT = Constant(
-    value=5.0, kind="assumed",
-    source="LMCache max_local_cpu_size default (GB) per worker (LMCACHE_MAX_LOCAL_CPU_SIZE)")
+    value=5.0,
+    kind="assumed",
+    source="LMCache max_local_cpu_size default (GB) per worker (LMCACHE_MAX_LOCAL_CPU_SIZE)",
+)
 
 
 # ---- /dev/shm: vLLM's shared-memory message queues (ShmRingBuffer files in /dev/shm) ---------
@@ -174,24 +215,32 @@ MQ_TP_GROUP_BYTES = Constant(
 # exactly these apparent sizes (167772180 and 251658260 bytes) while their written pages held
 # 0.1 MiB after three 1008-token LoRA requests: the capacity is an upper bound, reached only by
 # messages as large as a chunk (e.g. grammar bitmasks of large batches).
-DEV_SHM_NOTE = ("/dev/shm counts vLLM's message-queue ring buffers at capacity, an upper bound "
-                "(read from vLLM 0.32.0; assumed for other versions); NCCL's own /dev/shm "
-                "segments (GPU, TP > 1 without P2P) and the CPU backend's TP all-reduce buffers "
-                "are not counted")
+DEV_SHM_NOTE = (
+    "/dev/shm counts vLLM's message-queue ring buffers at capacity, an upper bound "
+    "(read from vLLM 0.32.0; assumed for other versions); NCCL's own /dev/shm "
+    "segments (GPU, TP > 1 without P2P) and the CPU backend's TP all-reduce buffers "
+    "are not counted"
+)
 
 
-def dev_shm_message_queue_bytes(device: str, tensor_parallel: int, pipeline_parallel: int
-                                ) -> tuple[int, str]:
+def dev_shm_message_queue_bytes(
+    device: str, tensor_parallel: int, pipeline_parallel: int
+) -> tuple[int, str]:
     """Bytes vLLM's message queues can write to /dev/shm in one pod, with where they come from."""
     workers = tensor_parallel * pipeline_parallel
     multiproc = device == "cpu" or workers > 1
     parts: list[tuple[int, str]] = []
     if multiproc:
         parts.append((int(MQ_RPC_BROADCAST_BYTES.value), "executor rpc_broadcast_mq"))
-        parts.append((int(MQ_WORKER_RESPONSE_BYTES.value) * workers,
-                      f"{workers} worker_response_mq"))
+        parts.append(
+            (int(MQ_WORKER_RESPONSE_BYTES.value) * workers, f"{workers} worker_response_mq")
+        )
     if tensor_parallel > 1:
-        parts.append((int(MQ_TP_GROUP_BYTES.value) * pipeline_parallel,
-                      f"{pipeline_parallel} TP-group mq_broadcaster"))
+        parts.append(
+            (
+                int(MQ_TP_GROUP_BYTES.value) * pipeline_parallel,
+                f"{pipeline_parallel} TP-group mq_broadcaster",
+            )
+        )
     total = sum(n for n, _ in parts)
     return total, " + ".join(f"{what} {n / 2**20:.0f} MiB" for n, what in parts) or "none"

@@ -34,16 +34,24 @@ class Batching(BaseModel):
     reasons: dict[str, str]
 
 
-def _tier_table(version: VllmVersion, usage: str, memory_bytes: int | None,
-                gpu_product: str | None, notes: list[str], what: str) -> tuple[int, int, str]:
+def _tier_table(
+    version: VllmVersion,
+    usage: str,
+    memory_bytes: int | None,
+    gpu_product: str | None,
+    notes: list[str],
+    what: str,
+) -> tuple[int, int, str]:
     """GPU tiers of EngineArgs defaults (docs/research/vllm-defaults.md §1b):
     ≥160 GiB (0.28+) 16384/16384, 1024; ≥70 GiB (not A100 from 0.9.2) API 8192 / LLM 16384,
     1024; otherwise API 2048 / LLM 8192, 256."""
     i = 0 if usage == "api_server" else 1
     if memory_bytes is None:
         if what == "GPU":
-            notes.append("GPU memory size unknown: vLLM's default batch limits for GPUs under "
-                         "70 GiB used (larger GPUs default to 8192 batched tokens on the API server)")
+            notes.append(
+                "GPU memory size unknown: vLLM's default batch limits for GPUs under "
+                "70 GiB used (larger GPUs default to 8192 batched tokens on the API server)"
+            )
         return (2048, 8192)[i], 256, f"{what} default (memory unknown, < 70 GiB assumed)"
     gib = memory_bytes / GiB
     a100 = "a100" in (gpu_product or "").lower() and version.at_least(0, 9, 2)
@@ -54,15 +62,25 @@ def _tier_table(version: VllmVersion, usage: str, memory_bytes: int | None,
     return (2048, 8192)[i], 256, f"{what} < 70 GiB default"
 
 
-def _default_table(version: VllmVersion, device: str, world_size: int, usage: str,
-                   gpu_memory_bytes: int | None, gpu_product: str | None,
-                   node_memory_bytes: int | None, notes: list[str]) -> tuple[int, int, str]:
+def _default_table(
+    version: VllmVersion,
+    device: str,
+    world_size: int,
+    usage: str,
+    gpu_memory_bytes: int | None,
+    gpu_product: str | None,
+    node_memory_bytes: int | None,
+    notes: list[str],
+) -> tuple[int, int, str]:
     """(max_num_batched_tokens, max_num_seqs, why) for V1-engine defaults (0.8.5+)."""
     i = 0 if usage == "api_server" else 1
     if device == "cpu":
         if version.at_least(0, 10, 1):  # CPU table, ws = tp·pp (0.10.1:arg_utils.py:1678)
-            return ((2048, 4096)[i] * world_size, (128, 256)[i] * world_size,
-                    f"CPU default for world size {world_size}")
+            return (
+                (2048, 4096)[i] * world_size,
+                (128, 256)[i] * world_size,
+                f"CPU default for world size {world_size}",
+            )
         if version.at_least(0, 10):  # 0.10.0: device memory = the KV space → small tier
             return (2048, 8192)[i], 256, "CPU in vLLM 0.10.0: GPU small tier"
         # 0.9.x: GPU tiers with host RAM as "device memory" (0.9.2:platforms/cpu.py:76-77)
@@ -70,11 +88,22 @@ def _default_table(version: VllmVersion, device: str, world_size: int, usage: st
     return _tier_table(version, usage, gpu_memory_bytes, gpu_product, notes, "GPU")
 
 
-def batching_defaults(*, version: VllmVersion, device: str, world_size: int, usage: str,
-                      gpu_memory_bytes: int | None, gpu_product: str | None, max_model_len: int,
-                      max_num_seqs: int | None, max_num_batched_tokens: int | None,
-                      enable_chunked_prefill: bool | None, performance_mode: str | None,
-                      notes: list[str], node_memory_bytes: int | None = None) -> Batching:
+def batching_defaults(
+    *,
+    version: VllmVersion,
+    device: str,
+    world_size: int,
+    usage: str,
+    gpu_memory_bytes: int | None,
+    gpu_product: str | None,
+    max_model_len: int,
+    max_num_seqs: int | None,
+    max_num_batched_tokens: int | None,
+    enable_chunked_prefill: bool | None,
+    performance_mode: str | None,
+    notes: list[str],
+    node_memory_bytes: int | None = None,
+) -> Batching:
     reasons: dict[str, str] = {}
     # V0 engine: vLLM < 0.8.5, and the CPU backend until 0.9.2 (no supports_v1 in 0.8.5).
     v0 = not version.at_least(0, 8, 5) or (device == "cpu" and not version.at_least(0, 9, 2))
@@ -82,12 +111,16 @@ def batching_defaults(*, version: VllmVersion, device: str, world_size: int, usa
     # 0.12+ on by default and may be turned off.
     if v0:
         chunked = bool(enable_chunked_prefill)
-        reasons["chunked_prefill"] = "set" if enable_chunked_prefill is not None else "V0 default off"
+        reasons["chunked_prefill"] = (
+            "set" if enable_chunked_prefill is not None else "V0 default off"
+        )
     elif not version.at_least(0, 12):
         chunked = True
         reasons["chunked_prefill"] = "forced on by the V1 engine (vLLM 0.8.5-0.11)"
         if enable_chunked_prefill is False:
-            notes.append("--no-enable-chunked-prefill has no effect in vLLM 0.8.5-0.11 (V1 forces it on)")
+            notes.append(
+                "--no-enable-chunked-prefill has no effect in vLLM 0.8.5-0.11 (V1 forces it on)"
+            )
     else:
         chunked = enable_chunked_prefill is not False
         reasons["chunked_prefill"] = "set" if enable_chunked_prefill is not None else "default on"
@@ -101,9 +134,16 @@ def batching_defaults(*, version: VllmVersion, device: str, world_size: int, usa
         else:
             d_tokens, why = max(max_model_len, 2048), "V0 default max(max_model_len, 2048)"
     else:
-        d_tokens, d_seqs, why = _default_table(version, device, world_size, usage,
-                                               gpu_memory_bytes, gpu_product,
-                                               node_memory_bytes, notes)
+        d_tokens, d_seqs, why = _default_table(
+            version,
+            device,
+            world_size,
+            usage,
+            gpu_memory_bytes,
+            gpu_product,
+            node_memory_bytes,
+            notes,
+        )
 
     if performance_mode == "throughput" and version.at_least(0, 17):
         d_tokens, d_seqs = d_tokens * 2, d_seqs * 2
@@ -136,7 +176,10 @@ def batching_defaults(*, version: VllmVersion, device: str, world_size: int, usa
             seqs = tokens
             reasons["max_num_seqs"] += f", clamped to max_num_batched_tokens = {tokens}"
     if not chunked and tokens < max_model_len:
-        notes.append(f"max_num_batched_tokens {tokens} < max_model_len {max_model_len} with "
-                     "chunked prefill off: vLLM refuses to start")
-    return Batching(max_num_batched_tokens=tokens, max_num_seqs=seqs, chunked_prefill=chunked,
-                    reasons=reasons)
+        notes.append(
+            f"max_num_batched_tokens {tokens} < max_model_len {max_model_len} with "
+            "chunked prefill off: vLLM refuses to start"
+        )
+    return Batching(
+        max_num_batched_tokens=tokens, max_num_seqs=seqs, chunked_prefill=chunked, reasons=reasons
+    )

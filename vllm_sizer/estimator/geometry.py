@@ -17,9 +17,23 @@ from .errors import MissingConfigField
 
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
 # Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
-NON_GATED_MLP_TYPES = {"opt", "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloom", "mpt",
-                       "starcoder2", "gpt_bigcode", "refinedweb", "refinedwebmodel",
-                       "bert", "roberta", "xlm-roberta"}
+NON_GATED_MLP_TYPES = {
+    "opt",
+    "gpt2",
+    "gpt_neox",
+    "gptj",
+    "phi",
+    "falcon",
+    "bloom",
+    "mpt",
+    "starcoder2",
+    "gpt_bigcode",
+    "refinedweb",
+    "refinedwebmodel",
+    "bert",
+    "roberta",
+    "xlm-roberta",
+}
 # BERT-style encoders (embedding / reranking models): every linear and LayerNorm has a bias, the
 # embeddings add learned position and token-type tables and a LayerNorm, and BertModel /
 # XLMRobertaModel checkpoints carry a pooler (Linear(h, h)). Source: transformers
@@ -32,8 +46,15 @@ FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
-QK_NORM_TYPES = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2",
-                 "qwen3_vl_text", "qwen3_vl_moe_text"}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm
+QK_NORM_TYPES = {
+    "qwen3",
+    "qwen3_moe",
+    "gemma3",
+    "gemma3_text",
+    "olmo2",
+    "qwen3_vl_text",
+    "qwen3_vl_moe_text",
+}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm
 # MoE types whose shared expert has a scalar sigmoid gate (see MoE.shared_expert_gate).
 SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next"}
 # Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two;
@@ -66,15 +87,25 @@ QUANT_BYTES_PER_PARAM: dict[str, float] = {
 # Phi-3(.5)-vision configs name their image tower only ("img_processor"); vLLM builds it from a
 # fixed CLIP ViT-L/14-336 config (vllm/model_executor/models/phi3v.py,
 # CLIP_VIT_LARGE_PATCH14_336_CONFIG: hidden 1024, intermediate 4096, 24 layers, patch 14).
-PHI3V_CLIP_VISION: dict[str, Any] = {"hidden_size": 1024, "intermediate_size": 4096,
-                                     "num_hidden_layers": 24, "patch_size": 14}
+PHI3V_CLIP_VISION: dict[str, Any] = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 24,
+    "patch_size": 14,
+}
 
 # Hub configs list only non-default keys; these are the defaults of the config classes they
 # omit (transformers Gemma3TextConfig.__init__ defaults), so sparse configs read correctly.
 MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
-                    "vocab_size": 262208, "max_position_embeddings": 131072,
-                    "sliding_window_pattern": 6, "tie_word_embeddings": True},
+    "gemma3_text": {
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "vocab_size": 262208,
+        "max_position_embeddings": 131072,
+        "sliding_window_pattern": 6,
+        "tie_word_embeddings": True,
+    },
 }
 
 
@@ -84,9 +115,15 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 # (transformers LlamaConfig.__init__). Applied only to a nested text_config, never to a top-level
 # config, so a top-level config missing a field still gets its diagnostic.
 TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
-    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
-              "num_hidden_layers": 32, "num_attention_heads": 32,
-              "max_position_embeddings": 2048, "tie_word_embeddings": False},
+    "llama": {
+        "vocab_size": 32000,
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 2048,
+        "tie_word_embeddings": False,
+    },
 }
 
 
@@ -201,11 +238,16 @@ class ModelGeometry(BaseModel, frozen=True):
         heads = need_int("num_attention_heads", "n_head", "num_heads")
         # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
         # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
-        vocab = (need_int("padded_vocab_size", "vocab_size") if model_type == "chatglm"
-                 else need_int("vocab_size"))
-        kv_heads = int(first("num_key_value_heads", "num_kv_heads", "n_head_kv") or
-                       (c.get("multi_query_group_num") if c.get("multi_query_attention") else None)
-                       or (1 if c.get("multi_query") else heads))
+        vocab = (
+            need_int("padded_vocab_size", "vocab_size")
+            if model_type == "chatglm"
+            else need_int("vocab_size")
+        )
+        kv_heads = int(
+            first("num_key_value_heads", "num_kv_heads", "n_head_kv")
+            or (c.get("multi_query_group_num") if c.get("multi_query_attention") else None)
+            or (1 if c.get("multi_query") else heads)
+        )
         head_dim = int(first("head_dim", "kv_channels") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
         inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
@@ -248,21 +290,27 @@ class ModelGeometry(BaseModel, frozen=True):
             max_position_embeddings=_int_or_none(first("max_position_embeddings", "n_positions")),
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
-            qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
+            qkv_bias=bool(c.get("attention_bias"))
+            or model_type in QKV_BIAS_TYPES
+            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or bool(c.get("enable_bias"))
             or bool(c.get("add_qkv_bias")),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
+            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
-            mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"} | ENCODER_TYPES
-            or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear")),
+            mlp_bias=bool(c.get("mlp_bias"))
+            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or bool(c.get("enable_bias"))
+            or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
-            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES
-            | ENCODER_TYPES,
+            layernorm_bias=model_type
+            in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES | ENCODER_TYPES,
             learned_positions=_learned_positions(c, model_type),
-            token_type_rows=int(c.get("type_vocab_size") or 0) if model_type in ENCODER_TYPES
+            token_type_rows=int(c.get("type_vocab_size") or 0)
+            if model_type in ENCODER_TYPES
             else 0,
             pooler=model_type in ENCODER_TYPES
             and (arch.endswith("Model") or arch.endswith("ForSequenceClassification")),
@@ -271,18 +319,23 @@ class ModelGeometry(BaseModel, frozen=True):
             mla=mla,
             sliding_window=sliding,
             sliding_window_layers=sliding_layers,
-            quantization=_read_quantization(c.get("quantization_config")
-                                            or top.get("quantization_config")),
-            vision_parameters=_vision_parameters(top.get("vision_config") or (
-                PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
-                str(top.get("model_type") or "").lower()),
+            quantization=_read_quantization(
+                c.get("quantization_config") or top.get("quantization_config")
+            ),
+            vision_parameters=_vision_parameters(
+                top.get("vision_config")
+                or (PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
+                str(top.get("model_type") or "").lower(),
+            ),
         )
 
     # ------------------------------------------------------------------ shapes
     @property
     def q_width(self) -> int:
         if self.mla:
-            return self.num_attention_heads * (self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim)
+            return self.num_attention_heads * (
+                self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim
+            )
         return self.num_attention_heads * self.head_dim
 
     @property
@@ -310,26 +363,61 @@ class ModelGeometry(BaseModel, frozen=True):
         if self.mla:
             m = self.mla
             if m.q_lora_rank:
-                shapes.append(LinearShape(name="q_a_proj", in_features=h,
-                                          out_slices=(m.q_lora_rank,), row_parallel=False))
-                shapes.append(LinearShape(name="q_b_proj", in_features=m.q_lora_rank,
-                                          out_slices=(self.q_width,), row_parallel=False))
+                shapes.append(
+                    LinearShape(
+                        name="q_a_proj",
+                        in_features=h,
+                        out_slices=(m.q_lora_rank,),
+                        row_parallel=False,
+                    )
+                )
+                shapes.append(
+                    LinearShape(
+                        name="q_b_proj",
+                        in_features=m.q_lora_rank,
+                        out_slices=(self.q_width,),
+                        row_parallel=False,
+                    )
+                )
             else:
-                shapes.append(LinearShape(name="q_proj", in_features=h,
-                                          out_slices=(self.q_width,), row_parallel=False))
-            shapes.append(LinearShape(name="kv_a_proj_with_mqa", in_features=h,
-                                      out_slices=(m.kv_lora_rank + m.qk_rope_head_dim,),
-                                      row_parallel=False))
-            shapes.append(LinearShape(
-                name="kv_b_proj", in_features=m.kv_lora_rank,
-                out_slices=(self.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim),),
-                row_parallel=False))
+                shapes.append(
+                    LinearShape(
+                        name="q_proj", in_features=h, out_slices=(self.q_width,), row_parallel=False
+                    )
+                )
+            shapes.append(
+                LinearShape(
+                    name="kv_a_proj_with_mqa",
+                    in_features=h,
+                    out_slices=(m.kv_lora_rank + m.qk_rope_head_dim,),
+                    row_parallel=False,
+                )
+            )
+            shapes.append(
+                LinearShape(
+                    name="kv_b_proj",
+                    in_features=m.kv_lora_rank,
+                    out_slices=(self.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim),),
+                    row_parallel=False,
+                )
+            )
         else:
-            shapes.append(LinearShape(name="qkv_proj", in_features=h,
-                                      out_slices=(self.q_width, self.kv_width, self.kv_width),
-                                      row_parallel=False))
-        shapes.append(LinearShape(name="o_proj", in_features=self.attn_out_in_width,
-                                  out_slices=(h,), row_parallel=True))
+            shapes.append(
+                LinearShape(
+                    name="qkv_proj",
+                    in_features=h,
+                    out_slices=(self.q_width, self.kv_width, self.kv_width),
+                    row_parallel=False,
+                )
+            )
+        shapes.append(
+            LinearShape(
+                name="o_proj",
+                in_features=self.attn_out_in_width,
+                out_slices=(h,),
+                row_parallel=True,
+            )
+        )
         widths = []
         if not self.moe or self.moe.num_moe_layers < self.num_layers:
             widths.append(self.intermediate_size)
@@ -339,13 +427,25 @@ class ModelGeometry(BaseModel, frozen=True):
                 widths.append(self.moe.shared_intermediate_size)
         for w in sorted(set(widths)):
             if self.gated_mlp:
-                shapes.append(LinearShape(name=f"gate_up_proj[{w}]", in_features=h,
-                                          out_slices=(w, w), row_parallel=False))
+                shapes.append(
+                    LinearShape(
+                        name=f"gate_up_proj[{w}]",
+                        in_features=h,
+                        out_slices=(w, w),
+                        row_parallel=False,
+                    )
+                )
             else:
-                shapes.append(LinearShape(name=f"fc1[{w}]", in_features=h,
-                                          out_slices=(w,), row_parallel=False))
-            shapes.append(LinearShape(name=f"down_proj[{w}]", in_features=w,
-                                      out_slices=(h,), row_parallel=True))
+                shapes.append(
+                    LinearShape(
+                        name=f"fc1[{w}]", in_features=h, out_slices=(w,), row_parallel=False
+                    )
+                )
+            shapes.append(
+                LinearShape(
+                    name=f"down_proj[{w}]", in_features=w, out_slices=(h,), row_parallel=True
+                )
+            )
         return tuple(shapes)
 
     # ------------------------------------------------------------------ counts
@@ -353,10 +453,16 @@ class ModelGeometry(BaseModel, frozen=True):
         h = self.hidden_size
         if self.mla:
             m = self.mla
-            q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * self.q_width) \
-                if m.q_lora_rank else h * self.q_width
-            kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank \
+            q = (
+                (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * self.q_width)
+                if m.q_lora_rank
+                else h * self.q_width
+            )
+            kv = (
+                h * (m.kv_lora_rank + m.qk_rope_head_dim)
+                + m.kv_lora_rank
                 + m.kv_lora_rank * self.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
+            )
             return q + kv + self.attn_out_in_width * h
         n = h * self.q_width + 2 * h * self.kv_width + self.attn_out_in_width * h
         if self.qkv_bias:
@@ -386,7 +492,9 @@ class ModelGeometry(BaseModel, frozen=True):
         total = dense_layers * self._mlp_parameters(self.intermediate_size)
         if self.moe:
             e = self.moe
-            per = e.num_experts * self._mlp_parameters(e.expert_intermediate_size) + h * e.num_experts
+            per = (
+                e.num_experts * self._mlp_parameters(e.expert_intermediate_size) + h * e.num_experts
+            )
             if e.expert_bias:
                 per += e.num_experts * (2 * e.expert_intermediate_size + h) + e.num_experts
             if e.shared_intermediate_size:
@@ -414,8 +522,13 @@ class ModelGeometry(BaseModel, frozen=True):
     def _parameter_count(self) -> int:
         """Total parameters of the language model (vision tower added separately)."""
         mlp, _ = self.mlp_parameters()
-        return (self.embedding_parameters() + self.num_layers * self.attention_parameters_per_layer()
-                + mlp + self.norm_parameters() + self.vision_parameters)
+        return (
+            self.embedding_parameters()
+            + self.num_layers * self.attention_parameters_per_layer()
+            + mlp
+            + self.norm_parameters()
+            + self.vision_parameters
+        )
 
     def weight_bytes(self, dtype_bytes: float) -> int:
         """Bytes of weights at the model dtype; quantized checkpoints store linear weights at
@@ -427,7 +540,9 @@ class ModelGeometry(BaseModel, frozen=True):
         if self.quantization.method == "mxfp4" and self.moe:
             # gpt-oss: only the expert weights are MXFP4, attention stays bf16.
             e = self.moe
-            linear = e.num_moe_layers * e.num_experts * self._mlp_parameters(e.expert_intermediate_size)
+            linear = (
+                e.num_moe_layers * e.num_experts * self._mlp_parameters(e.expert_intermediate_size)
+            )
         rest = total - linear
         return int(linear * self.quantization.bytes_per_param + rest * dtype_bytes)
 
@@ -495,12 +610,16 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
     # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0; Llama 4's default moe_layers
     # (range(step - 1, layers, step), transformers Llama4TextConfig) is the same set.
     if mlp_only or step > 1:
-        moe_layers = sum(1 for i in range(layers)
-                         if i not in mlp_only and (i + 1) % step == 0)
-    return MoE(num_experts=experts, experts_per_token=per_tok,
-               expert_intermediate_size=expert_inter, shared_intermediate_size=shared,
-               num_moe_layers=moe_layers, expert_bias=model_type == "gpt_oss",
-               shared_expert_gate=bool(shared) and model_type in SHARED_EXPERT_GATE_TYPES)
+        moe_layers = sum(1 for i in range(layers) if i not in mlp_only and (i + 1) % step == 0)
+    return MoE(
+        num_experts=experts,
+        experts_per_token=per_tok,
+        expert_intermediate_size=expert_inter,
+        shared_intermediate_size=shared,
+        num_moe_layers=moe_layers,
+        expert_bias=model_type == "gpt_oss",
+        shared_expert_gate=bool(shared) and model_type in SHARED_EXPERT_GATE_TYPES,
+    )
 
 
 def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:

@@ -29,16 +29,24 @@ def sampler_path(version: VllmVersion) -> str:
 
 
 def sampler_fp32_copies(version: VllmVersion) -> C.Constant:
-    return C.GPU_SAMPLER_FP32_COPIES_TRITON if sampler_path(version) == "triton" \
+    return (
+        C.GPU_SAMPLER_FP32_COPIES_TRITON
+        if sampler_path(version) == "triton"
         else C.GPU_SAMPLER_FP32_COPIES_SORT
+    )
 
 
 def sampler_rows(max_num_seqs: int, max_num_batched_tokens: int) -> int:
     return max(1, min(max_num_seqs, max_num_batched_tokens))
 
 
-def sampler_bytes(g: ModelGeometry, version: VllmVersion, dtype_bytes: float,
-                  max_num_seqs: int, max_num_batched_tokens: int) -> int:
+def sampler_bytes(
+    g: ModelGeometry,
+    version: VllmVersion,
+    dtype_bytes: float,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+) -> int:
     """Peak of the dummy sampler run: logits [rows, vocab] in the model dtype (compute_logits)
     plus K fp32 copies of that shape (logits.to(float32), sort values/indices or Triton
     buffers, softmax probs, exponential noise). The vocab is NOT split by TP: logits are
@@ -66,12 +74,14 @@ def forward_elements_per_token(g: ModelGeometry, tp: int) -> float:
 
 
 def forward_bytes(g: ModelGeometry, dtype_bytes: float, tokens: int, tp: int) -> int:
-    return int(C.GPU_FORWARD_FACTOR.value * tokens * forward_elements_per_token(g, tp)
-               * dtype_bytes)
+    return int(
+        C.GPU_FORWARD_FACTOR.value * tokens * forward_elements_per_token(g, tp) * dtype_bytes
+    )
 
 
-def moe_workspace_bytes(g: ModelGeometry, version: VllmVersion, dtype_bytes: float,
-                        tokens: int, tp: int) -> int:
+def moe_workspace_bytes(
+    g: ModelGeometry, version: VllmVersion, dtype_bytes: float, tokens: int, tp: int
+) -> int:
     """From 0.13 the fused-MoE modular kernel takes its two workspaces from a per-worker
     WorkspaceManager that keeps the largest size it was asked for (0.13.0 and
     0.19.0:vllm/v1/worker/workspace.py; 0.19.0:vllm/model_executor/layers/fused_moe/
@@ -86,17 +96,27 @@ def moe_workspace_bytes(g: ModelGeometry, version: VllmVersion, dtype_bytes: flo
     return int(tokens * e.experts_per_token * (max(n / 2, k) + max(n, k)) * dtype_bytes)
 
 
-def activation_peak(g: ModelGeometry, version: VllmVersion, dtype_bytes: float, tokens: int,
-                    max_num_seqs: int, tp: int, pp: int, rank: str = "last") -> int:
+def activation_peak(
+    g: ModelGeometry,
+    version: VllmVersion,
+    dtype_bytes: float,
+    tokens: int,
+    max_num_seqs: int,
+    tp: int,
+    pp: int,
+    rank: str = "last",
+) -> int:
     """torch peak increase of profile_run on one rank: the forward pass of
     max_num_batched_tokens, then (last PP stage only) the sampler over max_num_seqs rows while
     the [tokens, hidden] hidden states are still referenced (0.11.0:gpu_model_runner.py:3389-3400)."""
     fwd = forward_bytes(g, dtype_bytes, tokens, tp)
     if pp > 1 and rank != "last":
         return fwd
-    samp = sampler_bytes(g, version, dtype_bytes, max_num_seqs, tokens) \
-        + int(tokens * g.hidden_size * dtype_bytes) \
+    samp = (
+        sampler_bytes(g, version, dtype_bytes, max_num_seqs, tokens)
+        + int(tokens * g.hidden_size * dtype_bytes)
         + moe_workspace_bytes(g, version, dtype_bytes, tokens, tp)
+    )
     return max(fwd, samp)
 
 
@@ -106,8 +126,9 @@ def served_geometry(g: ModelGeometry, quantization: str | None) -> ModelGeometry
     q = (quantization or "").lower()
     if g.quantization or q not in ("fp8",):
         return g
-    return g.model_copy(update={"quantization": Quantization(
-        method=q, bytes_per_param=QUANT_BYTES_PER_PARAM[q])})
+    return g.model_copy(
+        update={"quantization": Quantization(method=q, bytes_per_param=QUANT_BYTES_PER_PARAM[q])}
+    )
 
 
 def _round_up(x: float, m: int) -> int:
@@ -129,8 +150,9 @@ def mxfp4_padding_bytes(g: ModelGeometry, tp: int) -> int:
     return int(e.num_moe_layers * e.num_experts * per_expert * q.bytes_per_param)
 
 
-def weights_per_rank(g: ModelGeometry, dtype_bytes: float, tp: int, pp: int,
-                     rank: str = "max") -> int:
+def weights_per_rank(
+    g: ModelGeometry, dtype_bytes: float, tp: int, pp: int, rank: str = "max"
+) -> int:
     """Weights one GPU holds: everything sharded by TP (vocab-parallel embedding and lm_head
     included); with PP, a stage holds ceil(layers/pp) decoder layers plus the embedding (first
     stage) or the lm_head and final norm (last stage), vision tower on the first stage."""
@@ -148,8 +170,7 @@ def weights_per_rank(g: ModelGeometry, dtype_bytes: float, tp: int, pp: int,
     return int(w / tp)
 
 
-def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int,
-                                pp: int) -> float:
+def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int, pp: int) -> float:
     """KV bytes one rank stores per token: its stage's layers, its share of the KV heads
     (heads are replicated when TP > kv_heads; MLA's latent is not split by TP)."""
     layers = math.ceil(g.num_layers / pp)
@@ -160,8 +181,9 @@ def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int
     return layers * per_layer * kv_dtype_bytes
 
 
-def _by_version(table: tuple[tuple[tuple[int, ...], float, float, str], ...],
-                version: VllmVersion, tp: int) -> tuple[float, str]:
+def _by_version(
+    table: tuple[tuple[tuple[int, ...], float, float, str], ...], version: VllmVersion, tp: int
+) -> tuple[float, str]:
     for since, tp1, tpn, why in table:
         if version.at_least(*since):
             return (tp1 if tp == 1 else tpn), why
@@ -189,7 +211,9 @@ def graph_pool_bytes(g: ModelGeometry, pp: int) -> int:
     if g.moe:
         return math.ceil(C.GPU_GRAPH_MOE.value * GiB)
     layers = math.ceil(g.num_layers / pp)
-    return math.ceil((C.GPU_GRAPH_DENSE_BASE.value + C.GPU_GRAPH_DENSE_PER_LAYER.value * layers) * GiB)
+    return math.ceil(
+        (C.GPU_GRAPH_DENSE_BASE.value + C.GPU_GRAPH_DENSE_PER_LAYER.value * layers) * GiB
+    )
 
 
 def context_inside_budget(version: VllmVersion) -> bool:
@@ -228,11 +252,24 @@ class DeviceSide:
     max_num_seqs_fit: int | None = None  # largest max_num_seqs that leaves one sequence room
 
 
-def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
-                kv_dtype_bytes: float, tokens: int, max_num_seqs: int, max_model_len: int,
-                tp: int, pp: int, util: float, gpu_memory_bytes: int | None,
-                enforce_eager: bool, cpu_offload_bytes: float = 0, lora_bytes: int = 0,
-                kv_cache_memory_bytes: int | None = None) -> DeviceSide:
+def device_side(
+    g: ModelGeometry,
+    version: VllmVersion,
+    *,
+    dtype_bytes: float,
+    kv_dtype_bytes: float,
+    tokens: int,
+    max_num_seqs: int,
+    max_model_len: int,
+    tp: int,
+    pp: int,
+    util: float,
+    gpu_memory_bytes: int | None,
+    enforce_eager: bool,
+    cpu_offload_bytes: float = 0,
+    lora_bytes: int = 0,
+    kv_cache_memory_bytes: int | None = None,
+) -> DeviceSide:
     """The worst rank of one engine (the last PP stage: it holds the lm_head and runs the
     sampler)."""
     notes: list[str] = []
@@ -250,21 +287,41 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
     one_seq = int(per_tok * max_model_len)
     inside = graphs if graphs_inside_budget(version) else 0
     if inside:
-        notes.append("CUDA graph memory subtracted from the KV cache from vLLM 0.20 (assumed: "
-                     "0.19 does so only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)")
+        notes.append(
+            "CUDA graph memory subtracted from the KV cache from vLLM 0.20 (assumed: "
+            "0.19 does so only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)"
+        )
     if version.at_least(0, 9) and not version.at_least(0, 9, 2):
-        notes.append("vLLM 0.9.0-0.9.1 profiler not read: the 0.8.5 accounting (CUDA context "
-                     "inside the budget) is assumed")
+        notes.append(
+            "vLLM 0.9.0-0.9.1 profiler not read: the 0.8.5 accounting (CUDA context "
+            "inside the budget) is assumed"
+        )
     if "assumed" in nt_why and tp > 1:
         notes.append(f"non-torch device memory at TP {tp}: {nt_why}")
     if gpu_memory_bytes is None:
-        return DeviceSide(int(w), act, nt, graphs, ctx, lora_bytes, None, None, one_seq, per_tok,
-                          None, None, notes, nt_why)
+        return DeviceSide(
+            int(w),
+            act,
+            nt,
+            graphs,
+            ctx,
+            lora_bytes,
+            None,
+            None,
+            one_seq,
+            per_tok,
+            None,
+            None,
+            notes,
+            nt_why,
+        )
     budget = int(gpu_memory_bytes * util)
     if kv_cache_memory_bytes:
         kv = int(kv_cache_memory_bytes)
-        notes.append("--kv-cache-memory-bytes set: vLLM skips the utilization budget; the KV "
-                     "cache has exactly that size")
+        notes.append(
+            "--kv-cache-memory-bytes set: vLLM skips the utilization budget; the KV "
+            "cache has exactly that size"
+        )
         used = w + lora_bytes + nt + act + kv + graphs + ctx
         fits = used <= gpu_memory_bytes
     else:
@@ -275,15 +332,19 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
             # without the fitted factor, the sampler's unavoidable logits + fp32 copy, no
             # non-torch memory and no graph estimate.
             rows = sampler_rows(max_num_seqs, tokens)
-            low_act = max(forward_bytes(g, dtype_bytes, tokens, tp) / C.GPU_FORWARD_FACTOR.value,
-                          rows * g.vocab_size * (dtype_bytes + 4))
+            low_act = max(
+                forward_bytes(g, dtype_bytes, tokens, tp) / C.GPU_FORWARD_FACTOR.value,
+                rows * g.vocab_size * (dtype_bytes + 4),
+            )
             kv_low = budget - (w + lora_bytes + low_act)
             if kv_low >= one_seq:
                 fits = None
-                notes.append(f"GPU may not fit: the upper estimate leaves {max(kv, 0) / GiB:.2f} GiB "
-                             f"of KV cache, {one_seq / GiB:.2f} GiB needed for one max_model_len "
-                             f"sequence; the lower bound ({kv_low / GiB:.2f} GiB) fits, so this is "
-                             "not a denial (vLLM's own profile decides)")
+                notes.append(
+                    f"GPU may not fit: the upper estimate leaves {max(kv, 0) / GiB:.2f} GiB "
+                    f"of KV cache, {one_seq / GiB:.2f} GiB needed for one max_model_len "
+                    f"sequence; the lower bound ({kv_low / GiB:.2f} GiB) fits, so this is "
+                    "not a denial (vLLM's own profile decides)"
+                )
     len_fit = seqs_fit = None
     if not kv_cache_memory_bytes:
         room = budget - (w + lora_bytes + nt + inside)
@@ -295,20 +356,45 @@ def device_side(g: ModelGeometry, version: VllmVersion, *, dtype_bytes: float,
             lo, hi = (mid, hi) if room - a >= one_seq else (lo, mid - 1)
         seqs_fit = lo
         if fits is not True:
-            notes.append("fits with --max-model-len "
-                         + (f"{len_fit}" if len_fit >= 16 else "(none: weights and activation "
-                            "alone exceed the budget)")
-                         + (f", or --max-num-seqs {seqs_fit}" if seqs_fit else "")
-                         + " (or a higher gpu_memory_utilization, more TP)")
+            notes.append(
+                "fits with --max-model-len "
+                + (
+                    f"{len_fit}"
+                    if len_fit >= 16
+                    else "(none: weights and activation alone exceed the budget)"
+                )
+                + (f", or --max-num-seqs {seqs_fit}" if seqs_fit else "")
+                + " (or a higher gpu_memory_utilization, more TP)"
+            )
     starts = budget + ctx <= gpu_memory_bytes if version.at_least(0, 9, 2) else True
     if not starts:
-        notes.append(f"gpu_memory_utilization {util:g} × {gpu_memory_bytes / GiB:.1f} GiB exceeds "
-                     f"the memory free at startup (CUDA context {ctx / GiB:.2f} GiB already "
-                     "used): vLLM refuses to start")
+        notes.append(
+            f"gpu_memory_utilization {util:g} × {gpu_memory_bytes / GiB:.1f} GiB exceeds "
+            f"the memory free at startup (CUDA context {ctx / GiB:.2f} GiB already "
+            "used): vLLM refuses to start"
+        )
     outside = graphs - inside
     if outside and budget + ctx + outside > gpu_memory_bytes:
-        notes.append(f"CUDA graphs ({outside / GiB:.2f} GiB) are captured after the KV cache, "
-                     "outside gpu_memory_utilization, and may not fit in the rest of the GPU: "
-                     "lower gpu_memory_utilization or use --enforce-eager")
-    return DeviceSide(int(w), act, nt, graphs, ctx, lora_bytes, budget, int(kv), one_seq, per_tok,
-                      fits, starts, notes, nt_why, len_fit, seqs_fit)
+        notes.append(
+            f"CUDA graphs ({outside / GiB:.2f} GiB) are captured after the KV cache, "
+            "outside gpu_memory_utilization, and may not fit in the rest of the GPU: "
+            "lower gpu_memory_utilization or use --enforce-eager"
+        )
+    return DeviceSide(
+        int(w),
+        act,
+        nt,
+        graphs,
+        ctx,
+        lora_bytes,
+        budget,
+        int(kv),
+        one_seq,
+        per_tok,
+        fits,
+        starts,
+        notes,
+        nt_why,
+        len_fit,
+        seqs_fit,
+    )

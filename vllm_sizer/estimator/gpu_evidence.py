@@ -44,6 +44,7 @@ def row_geometry(row: dict[str, Any]):  # noqa: ANN201
     """The catalog config with the served checkpoint's quantization_config, or None."""
     from .catalog import model_config
     from .geometry import ModelGeometry
+
     if not row.get("catalog_model"):
         return None
     cfg = dict(model_config(row["catalog_model"]))
@@ -60,6 +61,7 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Recompute every fitted GPU constant from the fit rows only."""
     from .gpu_device import forward_elements_per_token, moe_workspace_bytes, sampler_rows
     from .units import DTYPE_BYTES
+
     rows = [r for r in (rows if rows is not None else device_rows()) if r["split"] == "fit"]
     out: dict[str, Any] = {}
 
@@ -75,14 +77,20 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         b = DTYPE_BYTES[r["dtype"]]
         if r["pp"] == 1:  # forward-dominated: a lower bound of the sampler explains < half
             rows_v = sampler_rows(r["max_num_seqs"], r["max_num_batched_tokens"]) * g.vocab_size
-            low = 3.0 if VllmVersion.parse(r["vllm_version"]).at_least(0, 17) \
+            low = (
+                3.0
+                if VllmVersion.parse(r["vllm_version"]).at_least(0, 17)
                 else SORT_PATH_DERIVED_COPIES
+            )
             if g.mla or rows_v * (b + 4 * low) >= 0.5 * r["measured"]["activation_gib"] * GiB:
                 continue
         pred = r["max_num_batched_tokens"] * forward_elements_per_token(g, r["tp"]) * b
         fwd.append((r["measured"]["activation_gib"] * GiB / pred, r["id"]))
-    out["forward_factor"] = {"value": _ceil(max(fwd)[0]), "rows": [i for _, i in fwd],
-                             "max_row": max(fwd)[1]}
+    out["forward_factor"] = {
+        "value": _ceil(max(fwd)[0]),
+        "rows": [i for _, i in fwd],
+        "max_row": max(fwd)[1],
+    }
     factor = out["forward_factor"]["value"]
 
     for path, lo, hi in (("sort", (0, 0), (0, 17)), ("triton", (0, 17), (99,))):
@@ -104,28 +112,50 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         value = _ceil(max(ks)[0])
         if path == "sort":
             value = max(value, SORT_PATH_DERIVED_COPIES)
-        out[f"sampler_fp32_copies_{path}"] = {"value": value, "rows": [i for _, i in ks],
-                                              "max_row": max(ks)[1], "max_fit": round(max(ks)[0], 3)}
+        out[f"sampler_fp32_copies_{path}"] = {
+            "value": value,
+            "rows": [i for _, i in ks],
+            "max_row": max(ks)[1],
+            "max_fit": round(max(ks)[0], 3),
+        }
 
     # non-torch per GPU by version class and TP, CUDA graph pool, CUDA context.
     # 0.12-0.17 is its own class: its TP > 1 value was not measured and falls back (in
     # constants.py) to the >= 0.18 one rather than to 0.11's.
-    classes = (("0.18", (0, 18), (99,)), ("0.12", (0, 12), (0, 18)), ("0.8.5", (0, 8, 5), (0, 12)),
-               ("0.0", (0, 0), (0, 8, 5)))
+    classes = (
+        ("0.18", (0, 18), (99,)),
+        ("0.12", (0, 12), (0, 18)),
+        ("0.8.5", (0, 8, 5), (0, 12)),
+        ("0.0", (0, 0), (0, 8, 5)),
+    )
     table = []
     for name, lo, hi in classes:
         vals: dict[str, list[tuple[float, str]]] = {"tp1": [], "tpn": []}
         for r in rows:
             v = VllmVersion.parse(r["vllm_version"])
-            if v.at_least(*lo) and not v.at_least(*hi) and r["measured"].get("non_torch_gib") is not None:
-                vals["tp1" if r["tp"] == 1 else "tpn"].append((r["measured"]["non_torch_gib"], r["id"]))
+            if (
+                v.at_least(*lo)
+                and not v.at_least(*hi)
+                and r["measured"].get("non_torch_gib") is not None
+            ):
+                vals["tp1" if r["tp"] == 1 else "tpn"].append(
+                    (r["measured"]["non_torch_gib"], r["id"])
+                )
         # logged to 0.01 GiB: the table rounds the largest fit row up to the next 0.05 GiB
-        table.append({"since": name, "tp1": _ceil(max(vals["tp1"])[0], 0.05) if vals["tp1"] else None,
-                      "tpn": _ceil(max(vals["tpn"])[0], 0.05) if vals["tpn"] else None,
-                      "rows": sorted(i for lst in vals.values() for _, i in lst)})
+        table.append(
+            {
+                "since": name,
+                "tp1": _ceil(max(vals["tp1"])[0], 0.05) if vals["tp1"] else None,
+                "tpn": _ceil(max(vals["tpn"])[0], 0.05) if vals["tpn"] else None,
+                "rows": sorted(i for lst in vals.values() for _, i in lst),
+            }
+        )
     out["non_torch_gib"] = table
-    graphs = [(r["measured"]["cuda_graph_gib"], r["id"]) for r in rows
-              if r["measured"].get("cuda_graph_gib") is not None]
+    graphs = [
+        (r["measured"]["cuda_graph_gib"], r["id"])
+        for r in rows
+        if r["measured"].get("cuda_graph_gib") is not None
+    ]
     out["cuda_graph_pool_gib"] = {"value": max(graphs)[0], "max_row": max(graphs)[1]}
     # Graph pool of the captured graphs (vLLM >= 0.12 rows, where the pool is logged):
     # dense models: a line in decoder layers per stage, shifted up to cover every fit row;
@@ -141,13 +171,21 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     my = sum(y for _, y, _ in dense) / n
     slope = sum((x - mx) * (y - my) for x, y, _ in dense) / sum((x - mx) ** 2 for x, _, _ in dense)
     base = max(y - slope * x for x, y, _ in dense)
-    out["cuda_graph_dense"] = {"base_gib": _ceil(base), "per_layer_gib": round(slope, 5),
-                               "rows": len(dense)}
+    out["cuda_graph_dense"] = {
+        "base_gib": _ceil(base),
+        "per_layer_gib": round(slope, 5),
+        "rows": len(dense),
+    }
     top = max(moe, key=lambda m: m[1])
     out["cuda_graph_moe_gib"] = {"value": top[1], "max_row": top[2], "rows": len(moe)}
-    for key, pred in (("context_tp1_gib", lambda r: r["tp"] * r["pp"] == 1),
-                      ("context_tpn_gib", lambda r: r["tp"] * r["pp"] > 1)):
-        c = [(r["measured"]["context_gib"], r["id"]) for r in rows
-             if pred(r) and r["measured"].get("context_gib") is not None]
+    for key, pred in (
+        ("context_tp1_gib", lambda r: r["tp"] * r["pp"] == 1),
+        ("context_tpn_gib", lambda r: r["tp"] * r["pp"] > 1),
+    ):
+        c = [
+            (r["measured"]["context_gib"], r["id"])
+            for r in rows
+            if pred(r) and r["measured"].get("context_gib") is not None
+        ]
         out[key] = {"value": max(c)[0], "max_row": max(c)[1]}
     return out

@@ -12,9 +12,13 @@ def _total(geometry: ModelGeometry, settings: EngineSettings, **change: int) -> 
     return build_report(geometry, settings.model_copy(update=change)).total_memory_bytes
 
 
-def max_batched_tokens_within(geometry: ModelGeometry, settings: EngineSettings,
-                              limit_bytes: int, floor: int = 1,
-                              ceiling: int = 1 << 20) -> int | None:
+def max_batched_tokens_within(
+    geometry: ModelGeometry,
+    settings: EngineSettings,
+    limit_bytes: int,
+    floor: int = 1,
+    ceiling: int = 1 << 20,
+) -> int | None:
     """Largest max_num_batched_tokens whose total ≤ limit_bytes, or None when even `floor`
     does not fit. The total is monotonic in T, so a binary search is exact."""
     if _total(geometry, settings, max_num_batched_tokens=floor) > limit_bytes:
@@ -31,8 +35,9 @@ def max_batched_tokens_within(geometry: ModelGeometry, settings: EngineSettings,
     return lo
 
 
-def max_lora_rank_within(geometry: ModelGeometry, settings: EngineSettings,
-                         limit_bytes: int) -> int | None:
+def max_lora_rank_within(
+    geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int
+) -> int | None:
     """Largest allowed --max-lora-rank whose total ≤ limit_bytes, or None."""
     best = None
     for rank in ALLOWED_LORA_RANKS:
@@ -43,16 +48,24 @@ def max_lora_rank_within(geometry: ModelGeometry, settings: EngineSettings,
     return best
 
 
-def _fits(geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int,
-          **change: int) -> bool:
+def _fits(
+    geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int, **change: int
+) -> bool:
     """The changed settings fit the limit and vLLM would still start with them."""
     report = build_report(geometry, settings.model_copy(update=change))
-    return report.total_memory_bytes <= limit_bytes and \
-        not any("refuses to start" in n for n in report.notes)
+    return report.total_memory_bytes <= limit_bytes and not any(
+        "refuses to start" in n for n in report.notes
+    )
 
 
-def _largest_int_within(geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int,
-                        field: str, below: int, floor: int = 1) -> int | None:
+def _largest_int_within(
+    geometry: ModelGeometry,
+    settings: EngineSettings,
+    limit_bytes: int,
+    field: str,
+    below: int,
+    floor: int = 1,
+) -> int | None:
     """Largest value of an integer setting in [floor, below) that fits, by binary search (the
     total is monotonic in each of these settings), or None."""
     if below <= floor or not _fits(geometry, settings, limit_bytes, **{field: floor}):
@@ -67,8 +80,9 @@ def _largest_int_within(geometry: ModelGeometry, settings: EngineSettings, limit
     return lo
 
 
-def levers_within(geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int
-                  ) -> list[tuple[str, str]]:
+def levers_within(
+    geometry: ModelGeometry, settings: EngineSettings, limit_bytes: int
+) -> list[tuple[str, str]]:
     """The single changes (other settings as they are) that bring the host total within
     limit_bytes, each at its largest fitting value, as (what to set, value):
     VLLM_CPU_KVCACHE_SPACE (whole GiB, as vLLM reads it; CPU only), --max-lora-rank (an allowed
@@ -78,8 +92,7 @@ def levers_within(geometry: ModelGeometry, settings: EngineSettings, limit_bytes
     out: list[tuple[str, str]] = []
     if r.device == "cpu" and r.cpu_kv_cache_bytes:
         current = -(-r.cpu_kv_cache_bytes // 1024**3)
-        gib = _largest_int_within(geometry, settings, limit_bytes, "cpu_kvcache_space_gib",
-                                  current)
+        gib = _largest_int_within(geometry, settings, limit_bytes, "cpu_kvcache_space_gib", current)
         if gib is not None:
             out.append(("env VLLM_CPU_KVCACHE_SPACE", str(gib)))
     if r.enable_lora:
@@ -94,8 +107,9 @@ def levers_within(geometry: ModelGeometry, settings: EngineSettings, limit_bytes
         n = _largest_int_within(geometry, settings, limit_bytes, "max_loras", r.max_loras)
         if n is not None:
             out.append(("--max-loras", str(n)))
-    length = _largest_int_within(geometry, settings, limit_bytes, "max_model_len",
-                                 r.max_model_len, floor=16)
+    length = _largest_int_within(
+        geometry, settings, limit_bytes, "max_model_len", r.max_model_len, floor=16
+    )
     if length is not None:
         out.append(("--max-model-len", str(length)))
     return out
@@ -108,5 +122,7 @@ def gpu_limits_within(geometry: ModelGeometry, settings: EngineSettings) -> dict
     Needs settings.gpu_memory_bytes; None when nothing fits or the GPU size is unknown."""
     rep = build_report(geometry, settings)
     length, seqs = rep.device_max_model_len, rep.device_max_num_seqs
-    return {"max_model_len": length if length and length >= 16 else None,
-            "max_num_seqs": seqs if seqs else None}
+    return {
+        "max_model_len": length if length and length >= 16 else None,
+        "max_num_seqs": seqs if seqs else None,
+    }

@@ -37,13 +37,19 @@ from .versions import VllmVersion
 
 # ---------------------------------------------------------------------------- mechanism
 
+
 def _shrink_bytes_per_element(lora_dtype_bytes: float) -> float:
     # gathered weights in the LoRA dtype, then `.to(float32)`; no copy when already fp32.
     return lora_dtype_bytes + 4 if lora_dtype_bytes != 4 else 4
 
 
-def mechanism_bytes_per_token(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
-                              tensor_parallel: int = 1, fully_sharded: bool = False) -> float:
+def mechanism_bytes_per_token(
+    geometry: ModelGeometry,
+    rank: int,
+    lora_dtype_bytes: float,
+    tensor_parallel: int = 1,
+    fully_sharded: bool = False,
+) -> float:
     """Largest single bgmv op per token on one worker: bytes = this × T."""
     shrink_b = _shrink_bytes_per_element(lora_dtype_bytes)
     best = 0.0
@@ -63,6 +69,7 @@ def widest_lora_projection(geometry: ModelGeometry) -> int:
 
 # ---------------------------------------------------------------------------- storage
 
+
 def has_vocab_lora(geometry: ModelGeometry, version: VllmVersion) -> bool:
     """Whether vLLM wraps lm_head / embed_tokens for LoRA: only models whose class declares
     them in `embedding_modules` (vllm/lora/model_manager.py): Llama-family in every version,
@@ -76,15 +83,22 @@ def has_vocab_lora(geometry: ModelGeometry, version: VllmVersion) -> bool:
     return True
 
 
-def adapter_slot_bytes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
-                       tensor_parallel: int = 1, vocab_lora: bool = True) -> int:
+def adapter_slot_bytes(
+    geometry: ModelGeometry,
+    rank: int,
+    lora_dtype_bytes: float,
+    tensor_parallel: int = 1,
+    vocab_lora: bool = True,
+) -> int:
     """One adapter slot over all workers: per wrapped linear, A [R, in] per output slice and
     B [out, R] per slice (vllm/lora/layers *_stacked buffers), plus lm_head and embedding
     LoRA buffers ([vocab, R] each). Upper bound for an adapter: assumes all modules at rank R."""
     per_layer = 0
     for s in geometry.lora_linear_shapes():
         per_layer += len(s.out_slices) * rank * s.in_features + sum(s.out_slices) * rank
-    vocab_terms = 2 * (geometry.vocab_size * rank + geometry.hidden_size * rank) if vocab_lora else 0
+    vocab_terms = (
+        2 * (geometry.vocab_size * rank + geometry.hidden_size * rank) if vocab_lora else 0
+    )
     # Column-parallel A buffers are replicated on every TP rank; count them once per rank.
     replicated_a = 0
     if tensor_parallel > 1:
@@ -95,9 +109,16 @@ def adapter_slot_bytes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: flo
     return int((geometry.num_layers * per_layer + vocab_terms + replicated_a) * lora_dtype_bytes)
 
 
-def calculate_lora_adapter_memory(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
-                                  max_loras: int, max_cpu_loras: int, device: str,
-                                  tensor_parallel: int = 1, vocab_lora: bool = True) -> tuple[int, int]:
+def calculate_lora_adapter_memory(
+    geometry: ModelGeometry,
+    rank: int,
+    lora_dtype_bytes: float,
+    max_loras: int,
+    max_cpu_loras: int,
+    device: str,
+    tensor_parallel: int = 1,
+    vocab_lora: bool = True,
+) -> tuple[int, int]:
     """(host bytes, device bytes) of adapter storage: the GPU-side stacked buffers hold
     max_loras slots; the host LRU cache holds max_cpu_loras loaded adapters. On CPU both are
     host memory."""
@@ -109,14 +130,16 @@ def calculate_lora_adapter_memory(geometry: ModelGeometry, rank: int, lora_dtype
     return cache, stacked
 
 
-def calculate_lora_logits_scratch(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
-                                  rows: int) -> int:
+def calculate_lora_logits_scratch(
+    geometry: ModelGeometry, rank: int, lora_dtype_bytes: float, rows: int
+) -> int:
     """CPU add_lora_logits: lm_head LoRA B gathered once per sampled row, adapter or not:
     bytes(lora dtype) · rows · vocab · R (74 MiB per row at Qwen3, R=256)."""
     return int(lora_dtype_bytes * rows * geometry.vocab_size * rank)
 
 
 # ---------------------------------------------------------------------------- calibration
+
 
 @dataclass(frozen=True)
 class CalibrationRow:
@@ -145,8 +168,11 @@ def _derive(row: CalibrationRow) -> CalibrationRow:
     max_cpu_loras). lm_head/embedding LoRA buffers are
     not subtracted (whether the run had them depends on its vLLM version): the scratch keeps
     them, the larger reading."""
-    storage = 2 * row.max_loras * adapter_slot_bytes(row.geometry, row.rank, row.lora_dtype_bytes,
-                                                     vocab_lora=False)
+    storage = (
+        2
+        * row.max_loras
+        * adapter_slot_bytes(row.geometry, row.rank, row.lora_dtype_bytes, vocab_lora=False)
+    )
     scratch = max(row.difference_bytes - storage, 0)
     mech = mechanism_bytes_per_token(row.geometry, row.rank, row.lora_dtype_bytes) * row.tokens
     return replace(row, scratch_bytes=scratch, mechanism=mech, factor=scratch / mech)
@@ -160,21 +186,38 @@ def row_from_json(r: dict) -> CalibrationRow:
     scratch, mechanism and factor (calibration/fit.py reads rows the same way)."""
     g = r["geometry"]
     geo = ModelGeometry(
-        num_layers=g["num_layers"], hidden_size=g["hidden_size"],
-        intermediate_size=g["intermediate_size"], num_attention_heads=g["num_attention_heads"],
-        num_kv_heads=g["num_kv_heads"], head_dim=g["head_dim"], vocab_size=g["vocab_size"],
-        model_type=g.get("model_type", ""))
-    return _derive(CalibrationRow(
-        id=r["id"], build_family=r["build_family"], allocator=r["allocator"], kind=r["kind"],
-        geometry=geo, rank=int(r["max_lora_rank"]), lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
-        tokens=int(r["batched_tokens"]), difference_bytes=int(r["difference_bytes"]),
-        source=r["source"], role=r.get("role", "fit"), max_loras=int(r.get("max_loras") or 1)))
+        num_layers=g["num_layers"],
+        hidden_size=g["hidden_size"],
+        intermediate_size=g["intermediate_size"],
+        num_attention_heads=g["num_attention_heads"],
+        num_kv_heads=g["num_kv_heads"],
+        head_dim=g["head_dim"],
+        vocab_size=g["vocab_size"],
+        model_type=g.get("model_type", ""),
+    )
+    return _derive(
+        CalibrationRow(
+            id=r["id"],
+            build_family=r["build_family"],
+            allocator=r["allocator"],
+            kind=r["kind"],
+            geometry=geo,
+            rank=int(r["max_lora_rank"]),
+            lora_dtype_bytes=_DTYPE[r["lora_dtype"]],
+            tokens=int(r["batched_tokens"]),
+            difference_bytes=int(r["difference_bytes"]),
+            source=r["source"],
+            role=r.get("role", "fit"),
+            max_loras=int(r.get("max_loras") or 1),
+        )
+    )
 
 
 @lru_cache(maxsize=1)
 def load_calibration() -> tuple[CalibrationRow, ...]:
-    raw = json.loads(resources.files(__package__).joinpath(
-        "data/lora_scratch_calibration.json").read_text())
+    raw = json.loads(
+        resources.files(__package__).joinpath("data/lora_scratch_calibration.json").read_text()
+    )
     return tuple(row_from_json(r) for r in raw["rows"])
 
 
@@ -185,12 +228,17 @@ def _measured_ranges() -> dict[str, tuple[frozenset, frozenset]]:
     rows = load_calibration()
 
     def split(key) -> tuple[frozenset, frozenset]:
-        return (frozenset(key(r) for r in rows if r.role == "fit"),
-                frozenset(key(r) for r in rows if r.role != "fit"))
-    return {"rank": split(lambda r: r.rank),
-            "width": split(lambda r: widest_lora_projection(r.geometry)),
-            "layers": split(lambda r: r.geometry.num_layers),
-            "dtype": split(lambda r: r.lora_dtype_bytes)}
+        return (
+            frozenset(key(r) for r in rows if r.role == "fit"),
+            frozenset(key(r) for r in rows if r.role != "fit"),
+        )
+
+    return {
+        "rank": split(lambda r: r.rank),
+        "width": split(lambda r: widest_lora_projection(r.geometry)),
+        "layers": split(lambda r: r.geometry.num_layers),
+        "dtype": split(lambda r: r.lora_dtype_bytes),
+    }
 
 
 @dataclass(frozen=True)
@@ -200,7 +248,9 @@ class ScratchEstimate:
     notes: tuple[str, ...]
 
 
-def _family_rows(allocator: str, rows: tuple[CalibrationRow, ...]) -> tuple[list[CalibrationRow], str]:
+def _family_rows(
+    allocator: str, rows: tuple[CalibrationRow, ...]
+) -> tuple[list[CalibrationRow], str]:
     measured = [r for r in rows if r.kind == "measured" and r.role == "fit"]
     if allocator in ("glibc", "tcmalloc"):
         own = [r for r in measured if r.allocator == allocator]
@@ -229,19 +279,29 @@ def _factor_at(tokens: int, rows: list[CalibrationRow]) -> tuple[float, str]:
     return max(by_t.values()), "extrapolated"  # unreachable: ts covers tokens
 
 
-def calculate_lora_prefill_scratch_bytes(geometry: ModelGeometry, rank: int, tokens: int,
-                                         lora_dtype_bytes: float, allocator: str = "unknown",
-                                         tensor_parallel: int = 1, workers: int = 1,
-                                         fully_sharded: bool = False) -> ScratchEstimate:
+def calculate_lora_prefill_scratch_bytes(
+    geometry: ModelGeometry,
+    rank: int,
+    tokens: int,
+    lora_dtype_bytes: float,
+    allocator: str = "unknown",
+    tensor_parallel: int = 1,
+    workers: int = 1,
+    fully_sharded: bool = False,
+) -> ScratchEstimate:
     """Peak transient of the CPU LoRA prefill over all workers of one pod (host bytes)."""
     rows = load_calibration()
-    per_token = mechanism_bytes_per_token(geometry, rank, lora_dtype_bytes, tensor_parallel,
-                                          fully_sharded)
+    per_token = mechanism_bytes_per_token(
+        geometry, rank, lora_dtype_bytes, tensor_parallel, fully_sharded
+    )
     mech = per_token * tokens
     notes: list[str] = []
     if not rows:
-        return ScratchEstimate(int(mech * workers), "mechanism-only",
-                               ("LoRA prefill scratch: no calibration rows, mechanism only",))
+        return ScratchEstimate(
+            int(mech * workers),
+            "mechanism-only",
+            ("LoRA prefill scratch: no calibration rows, mechanism only",),
+        )
 
     families: dict[str, list[CalibrationRow]] = {}
     chosen, family_note = _family_rows(allocator, rows)
@@ -266,37 +326,51 @@ def calculate_lora_prefill_scratch_bytes(geometry: ModelGeometry, rank: int, tok
     # (rank, LoRA dtype, widest projection) and allocator family, fit or validation alike.
     floor_row = None
     width = widest_lora_projection(geometry)
-    guards = [r for r in rows  # rows were measured on one worker (TP=1)
-              if tensor_parallel == 1 and not fully_sharded
-              and (allocator not in ("glibc", "tcmalloc") or r.allocator == allocator)
-              and r.rank == rank and r.lora_dtype_bytes == lora_dtype_bytes
-              and widest_lora_projection(r.geometry) == width]
+    guards = [
+        r
+        for r in rows  # rows were measured on one worker (TP=1)
+        if tensor_parallel == 1
+        and not fully_sharded
+        and (allocator not in ("glibc", "tcmalloc") or r.allocator == allocator)
+        and r.rank == rank
+        and r.lora_dtype_bytes == lora_dtype_bytes
+        and widest_lora_projection(r.geometry) == width
+    ]
     for r in guards:
         if r.tokens <= tokens and r.scratch_bytes > best:
             best, floor_row = r.scratch_bytes, r
     measured_ts = sorted({r.tokens for r in chosen})
     t_range = f"T={measured_ts[0]}..{measured_ts[-1]}"
     if case == "interpolated":
-        notes.append(f"LoRA prefill scratch interpolated between measured rows ({t_range}, {family_note})")
+        notes.append(
+            f"LoRA prefill scratch interpolated between measured rows ({t_range}, {family_note})"
+        )
     elif case == "below-range":
-        notes.append(f"LoRA prefill scratch below the measured range ({t_range}): mechanism × "
-                     f"largest observed factor ({family_note})")
+        notes.append(
+            f"LoRA prefill scratch below the measured range ({t_range}): mechanism × "
+            f"largest observed factor ({family_note})"
+        )
     else:
         notes.append(
             f"LoRA prefill scratch EXTRAPOLATED beyond the largest measured T ({measured_ts[-1]}): "
             f"mechanism × largest observed factor + {SCRATCH_EXTRAPOLATION_MARGIN.value:.0%} margin; "
-            "the term grows faster than linear there, treat it as a LOWER BOUND")
+            "the term grows faster than linear there, treat it as a LOWER BOUND"
+        )
     floors = [r for r in guards if r.kind == "floor" and r.tokens <= tokens]
     if floors:  # the nearest OOM floor below T says the most
         r = max(floors, key=lambda f: (f.tokens, f.difference_bytes))
-        notes.append(f"measured floor: at T={r.tokens} ({r.id}) the scratch exceeded "
-                     f"{r.difference_bytes / GiB:.2f} GiB (OOM)")
+        notes.append(
+            f"measured floor: at T={r.tokens} ({r.id}) the scratch exceeded "
+            f"{r.difference_bytes / GiB:.2f} GiB (OOM)"
+        )
     if floor_row is not None:
         notes.append(f"LoRA prefill scratch raised to the measured point {floor_row.id}")
     notes.extend(_scaling_notes(geometry, rank, lora_dtype_bytes, tensor_parallel))
     if workers > 1:
-        notes.append(f"LoRA prefill scratch counted on each of {workers} worker processes "
-                     "(they prefill in lockstep inside one pod)")
+        notes.append(
+            f"LoRA prefill scratch counted on each of {workers} worker processes "
+            "(they prefill in lockstep inside one pod)"
+        )
     return ScratchEstimate(int(best * workers), case, tuple(notes))
 
 
@@ -314,27 +388,44 @@ def _linear_extrapolation(tokens: int, rows: list[CalibrationRow], per_token: fl
     return yb + slope * (tokens - b.tokens)
 
 
-def _scaling_notes(geometry: ModelGeometry, rank: int, lora_dtype_bytes: float,
-                   tensor_parallel: int) -> list[str]:
+def _scaling_notes(
+    geometry: ModelGeometry, rank: int, lora_dtype_bytes: float, tensor_parallel: int
+) -> list[str]:
     notes = []
     covered = _measured_ranges()
 
     def note(what: str, value, fit: frozenset, validated: frozenset, scaling: str) -> None:
         if value in fit:
             return
-        checked = (f"measured at {value} in a validation row" if value in validated else
-                   f"validation rows at {sorted(validated)}" if validated else "not measured")
-        notes.append(f"{what} {value}: scaled from the fitted {what}s {sorted(fit)} {scaling} "
-                     f"({checked})")
+        checked = (
+            f"measured at {value} in a validation row"
+            if value in validated
+            else f"validation rows at {sorted(validated)}"
+            if validated
+            else "not measured"
+        )
+        notes.append(
+            f"{what} {value}: scaled from the fitted {what}s {sorted(fit)} {scaling} ({checked})"
+        )
 
     note("rank", rank, *covered["rank"], "linearly in rank (mechanism)")
-    note("widest LoRA projection", widest_lora_projection(geometry), *covered["width"],
-         "linearly in width (mechanism)")
-    note("layer count", geometry.num_layers, *covered["layers"],
-         "as not a driver (ops are freed per layer)")
+    note(
+        "widest LoRA projection",
+        widest_lora_projection(geometry),
+        *covered["width"],
+        "linearly in width (mechanism)",
+    )
+    note(
+        "layer count",
+        geometry.num_layers,
+        *covered["layers"],
+        "as not a driver (ops are freed per layer)",
+    )
     if lora_dtype_bytes not in covered["dtype"][0]:
         notes.append("LoRA dtype outside the measured dtypes: scaled by element size (mechanism)")
     if tensor_parallel > 1:
-        notes.append(f"tensor parallel {tensor_parallel}: per-worker widths sharded as vLLM shards "
-                     "them (mechanism, not measured)")
+        notes.append(
+            f"tensor parallel {tensor_parallel}: per-worker widths sharded as vLLM shards "
+            "them (mechanism, not measured)"
+        )
     return notes

@@ -39,27 +39,59 @@ from . import catalog
 # vLLM would find in such a repo (method, bits). Bytes per parameter follow from
 # geometry.QUANT_BYTES_PER_PARAM; sources: AutoAWQ / AutoGPTQ / llm-compressor naming
 # (RedHatAI, neuralmagic, hugging-quants, Qwen, unsloth repos).
-_QUANT_TOKENS = {"awq", "gptq", "int4", "int8", "w4a16", "w8a8", "w8a16", "w4a8", "fp8", "nvfp4",
-                 "fp4", "mxfp4", "bnb", "4bit", "8bit", "quantized.w4a16", "quantized.w8a8",
-                 "quantized.w8a16", "awq-int4", "gptq-int4", "gptq-int8"}
+_QUANT_TOKENS = {
+    "awq",
+    "gptq",
+    "int4",
+    "int8",
+    "w4a16",
+    "w8a8",
+    "w8a16",
+    "w4a8",
+    "fp8",
+    "nvfp4",
+    "fp4",
+    "mxfp4",
+    "bnb",
+    "4bit",
+    "8bit",
+    "quantized.w4a16",
+    "quantized.w8a8",
+    "quantized.w8a16",
+    "awq-int4",
+    "gptq-int4",
+    "gptq-int8",
+}
 _QUANT_QUALIFIERS = {"dynamic", "static", "block", "marlin", "kv", "a16", "g128", "hf"}
 _VARIANT_TOKENS = {"instruct", "it", "chat", "hf", "base", "pt"}
 _SIZE = re.compile(r"^(\d+(\.\d+)?[bm]|\d+x\d+(\.\d+)?b|a\d+(\.\d+)?b)$")
 
 # Published lineages (each model card states the base): canonical name → catalog id.
 LINEAGE: dict[str, tuple[str, str]] = {
-    "deepseek-r1-distill-llama-8b": ("meta-llama/Llama-3.1-8B",
-                                     "DeepSeek-R1 model card: distilled from Llama-3.1-8B"),
-    "deepseek-r1-distill-llama-70b": ("meta-llama/Llama-3.3-70B-Instruct",
-                                      "DeepSeek-R1 model card: from Llama-3.3-70B-Instruct"),
-    "deepseek-r1-distill-qwen-1.5b": ("Qwen/Qwen2.5-Math-1.5B",
-                                      "DeepSeek-R1 model card: from Qwen2.5-Math-1.5B"),
-    "deepseek-r1-distill-qwen-7b": ("Qwen/Qwen2.5-Math-7B",
-                                    "DeepSeek-R1 model card: from Qwen2.5-Math-7B"),
-    "deepseek-r1-distill-qwen-14b": ("Qwen/Qwen2.5-14B",
-                                     "DeepSeek-R1 model card: from Qwen2.5-14B"),
-    "deepseek-r1-distill-qwen-32b": ("Qwen/Qwen2.5-32B",
-                                     "DeepSeek-R1 model card: from Qwen2.5-32B"),
+    "deepseek-r1-distill-llama-8b": (
+        "meta-llama/Llama-3.1-8B",
+        "DeepSeek-R1 model card: distilled from Llama-3.1-8B",
+    ),
+    "deepseek-r1-distill-llama-70b": (
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "DeepSeek-R1 model card: from Llama-3.3-70B-Instruct",
+    ),
+    "deepseek-r1-distill-qwen-1.5b": (
+        "Qwen/Qwen2.5-Math-1.5B",
+        "DeepSeek-R1 model card: from Qwen2.5-Math-1.5B",
+    ),
+    "deepseek-r1-distill-qwen-7b": (
+        "Qwen/Qwen2.5-Math-7B",
+        "DeepSeek-R1 model card: from Qwen2.5-Math-7B",
+    ),
+    "deepseek-r1-distill-qwen-14b": (
+        "Qwen/Qwen2.5-14B",
+        "DeepSeek-R1 model card: from Qwen2.5-14B",
+    ),
+    "deepseek-r1-distill-qwen-32b": (
+        "Qwen/Qwen2.5-32B",
+        "DeepSeek-R1 model card: from Qwen2.5-32B",
+    ),
 }
 
 
@@ -156,8 +188,9 @@ def _plain(tokens: list[str]) -> set[str]:
     return set(base[1:] if base[:1] == ["meta"] else base)
 
 
-def _one_geometry(ids: list[str], org: str | None, query: list[str]
-                  ) -> tuple[str | None, tuple[str, ...]]:
+def _one_geometry(
+    ids: list[str], org: str | None, query: list[str]
+) -> tuple[str | None, tuple[str, ...]]:
     """The id to use when all `ids` share one geometry (same org first, then the closest
     spelling, e.g. the -Instruct entry for an -Instruct name, then unquantized, then
     alphabetical); else (None, the candidates)."""
@@ -171,6 +204,7 @@ def _one_geometry(ids: list[str], org: str | None, query: list[str]
         quantized = bool(catalog.entry(i)["config"].get("quantization_config"))
         distance = len(_plain(_tokens(i.rsplit("/", 1)[-1])) ^ want)
         return (0 if org and i.lower().startswith(org + "/") else 1, distance, int(quantized), i)
+
     return sorted(ids, key=rank)[0], ()
 
 
@@ -216,26 +250,46 @@ def _resolve(name: str) -> ModelResolution:
     if len(parts) > 2:
         found = catalog.exact_id("/".join(parts[-2:]))
         if found is not None:
-            return ModelResolution(name, found, catalog.entry(found)["config"], "path",
-                                   note=f"model path {name!r} read as {found} (its last two "
-                                   "path parts)")
+            return ModelResolution(
+                name,
+                found,
+                catalog.entry(found)["config"],
+                "path",
+                note=f"model path {name!r} read as {found} (its last two path parts)",
+            )
     if "gguf" in key:
-        return ModelResolution(name, None, None, "gguf", refusal=(
-            "GGUF checkpoints carry their own tensor types and vLLM reads the geometry from the "
-            "file: vllm-sizer cannot take it from a catalog model; supply the base model's "
-            "config.json with the quantization"))
+        return ModelResolution(
+            name,
+            None,
+            None,
+            "gguf",
+            refusal=(
+                "GGUF checkpoints carry their own tensor types and vLLM reads the geometry from the "
+                "file: vllm-sizer cannot take it from a catalog model; supply the base model's "
+                "config.json with the quantization"
+            ),
+        )
     leaf = parts[-1]
     org = parts[-2] if len(parts) == 2 else None
     by_name, by_canon = _name_tables()
     tokens = _tokens(leaf)
 
-    def done(ids: list[str], rule: str, why: str, quant: dict[str, Any] | None = None
-             ) -> ModelResolution | None:
+    def done(
+        ids: list[str], rule: str, why: str, quant: dict[str, Any] | None = None
+    ) -> ModelResolution | None:
         chosen, ambiguous = _one_geometry(ids, org, tokens)
         if chosen is None and ambiguous:
-            return ModelResolution(name, None, None, "ambiguous", candidates=ambiguous, refusal=(
-                f"the name {name!r} matches catalog models of different shapes "
-                f"({', '.join(ambiguous[:5])}) by {why}: not guessed"))
+            return ModelResolution(
+                name,
+                None,
+                None,
+                "ambiguous",
+                candidates=ambiguous,
+                refusal=(
+                    f"the name {name!r} matches catalog models of different shapes "
+                    f"({', '.join(ambiguous[:5])}) by {why}: not guessed"
+                ),
+            )
         if chosen is None:
             return None
         note = f"geometry of {chosen} assumed from the name {name!r} ({why}{_describe(quant)})"
@@ -244,16 +298,22 @@ def _resolve(name: str) -> ModelResolution:
     # 4. the same name under another org (or a path / URI whose last part is the name)
     is_path = len(parts) > 2 or name.startswith(("/", ".")) or "://" in name
     if leaf in by_name:
-        got = done(by_name[leaf], "org", "the path's last part is this model's name" if is_path
-                   else "same model name" + (", another organisation" if org else ""))
+        got = done(
+            by_name[leaf],
+            "org",
+            "the path's last part is this model's name"
+            if is_path
+            else "same model name" + (", another organisation" if org else ""),
+        )
         if got is not None:
             return got
     base, run = _split_quant(tokens)
     quant = _quant_config(run) if run else None
     # 5. a quantization suffix on a known name
     if run and "-".join(base) in by_name:
-        got = done(by_name["-".join(base)], "quantization",
-                   f"quantization suffix -{'-'.join(run)}", quant)
+        got = done(
+            by_name["-".join(base)], "quantization", f"quantization suffix -{'-'.join(run)}", quant
+        )
         if got is not None:
             return got
     # 6. variants (instruct / base / chat / -hf, Meta- prefix), with or without the suffix
@@ -261,10 +321,14 @@ def _resolve(name: str) -> ModelResolution:
     if canon and canon in by_canon:
         ids = by_canon[canon]
         renamed = any(_plain(_tokens(i.rsplit("/", 1)[-1])) == _plain(base) for i in ids)
-        why = ("Meta's Meta- prefix: Meta-Llama-3.1-* repos were renamed Llama-3.1-*" if renamed
-               else "instruct, base and chat variants share their shapes")
-        got = done(ids, "variant", why + (f"; quantization suffix -{'-'.join(run)}" if run
-                                          else ""), quant)
+        why = (
+            "Meta's Meta- prefix: Meta-Llama-3.1-* repos were renamed Llama-3.1-*"
+            if renamed
+            else "instruct, base and chat variants share their shapes"
+        )
+        got = done(
+            ids, "variant", why + (f"; quantization suffix -{'-'.join(run)}" if run else ""), quant
+        )
         if got is not None:
             return got
     # 7. published lineage
@@ -272,9 +336,13 @@ def _resolve(name: str) -> ModelResolution:
     if lineage is not None and catalog.exact_id(lineage[0]):
         target = catalog.exact_id(lineage[0])
         assert target is not None
-        return ModelResolution(name, target, _with_quant(target, quant), "lineage",
-                               note=f"geometry of {target} assumed for {name!r} ({lineage[1]}"
-                               f"{_describe(quant)})")
+        return ModelResolution(
+            name,
+            target,
+            _with_quant(target, quant),
+            "lineage",
+            note=f"geometry of {target} assumed for {name!r} ({lineage[1]}{_describe(quant)})",
+        )
     # 8. the name contains a whole catalog name with its size
     best: list[str] = []
     best_len = 0
@@ -287,10 +355,14 @@ def _resolve(name: str) -> ModelResolution:
             else:
                 best.extend(i for i in ids if i not in best)
     if best:
-        got = done(best, "contained", "its name contains this model's name and size; a "
-                   "fine-tune keeps its base's shapes" + (f"; quantization suffix "
-                                                          f"-{'-'.join(run)}" if run else ""),
-                   quant)
+        got = done(
+            best,
+            "contained",
+            "its name contains this model's name and size; a "
+            "fine-tune keeps its base's shapes"
+            + (f"; quantization suffix -{'-'.join(run)}" if run else ""),
+            quant,
+        )
         if got is not None:
             return got
     return ModelResolution(name, None, None, "none")
@@ -298,7 +370,7 @@ def _resolve(name: str) -> ModelResolution:
 
 def _contains(hay: tuple[str, ...], needle: tuple[str, ...]) -> bool:
     n = len(needle)
-    return n < len(hay) and any(hay[i:i + n] == needle for i in range(len(hay) - n + 1))
+    return n < len(hay) and any(hay[i : i + n] == needle for i in range(len(hay) - n + 1))
 
 
 __all__ = ["LINEAGE", "ModelResolution", "resolve_model"]

@@ -48,6 +48,7 @@ class MemoryReport(BaseModel):
 
     def largest_terms(self, n: int = 3) -> list[Term]:
         """The largest terms that count toward the host total."""
-        counted = [t for t in self.terms if t.enters in ("sum", "max-of-transients")
-                   and t.bytes > 0]
+        counted = [
+            t for t in self.terms if t.enters in ("sum", "max-of-transients") and t.bytes > 0
+        ]
         return sorted(counted, key=lambda t: t.bytes, reverse=True)[:n]

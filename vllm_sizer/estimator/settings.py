@@ -69,7 +69,8 @@ class EngineSettings(BaseModel):
     simple_kv_offload: bool = False  # VLLM_USE_SIMPLE_KV_OFFLOAD=1
     lmcache_local_cpu_gb: float | None = None  # LMCACHE_MAX_LOCAL_CPU_SIZE (GB per worker)
     cpu_kvcache_space_gib: float | None = Field(
-        default=None, description="VLLM_CPU_KVCACHE_SPACE (GiB)")
+        default=None, description="VLLM_CPU_KVCACHE_SPACE (GiB)"
+    )
     # Facts about where it runs (from the pod spec / node), not vLLM flags.
     gpu_memory_bytes: int | None = None
     gpu_product: str | None = None
@@ -81,8 +82,14 @@ class EngineSettings(BaseModel):
     dev_shm_memory: bool = False
     dev_shm_bytes: int | None = None
 
-    @field_validator("max_model_len", "max_num_seqs", "max_num_batched_tokens", "max_loras",
-                     "max_cpu_loras", "kv_cache_memory_bytes")
+    @field_validator(
+        "max_model_len",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "max_loras",
+        "max_cpu_loras",
+        "kv_cache_memory_bytes",
+    )
     @classmethod
     def _positive(cls, v: int | None, info):  # noqa: ANN001
         if v is not None and v <= 0:
@@ -152,8 +159,9 @@ class ResolvedSettings(BaseModel):
         return self.tensor_parallel_size * self.pipeline_parallel_size
 
 
-def _dtype_name(settings: EngineSettings, geometry: ModelGeometry, device: Device,
-                reasons: dict[str, str]) -> str:
+def _dtype_name(
+    settings: EngineSettings, geometry: ModelGeometry, device: Device, reasons: dict[str, str]
+) -> str:
     d = (settings.dtype or "auto").lower()
     if d != "auto":
         if d == "float":
@@ -166,17 +174,22 @@ def _dtype_name(settings: EngineSettings, geometry: ModelGeometry, device: Devic
     if config_dtype in ("", "float32", "float"):
         # ModelConfig dtype "auto": a float32 (or unspecified) checkpoint is served in bfloat16
         # from 0.9.2 (0.33.0:config/model.py:2441-2445), float16 before.
-        chosen = "bfloat16" if VllmVersion.parse(settings.vllm_version).at_least(0, 9, 2) else "float16"
+        chosen = (
+            "bfloat16" if VllmVersion.parse(settings.vllm_version).at_least(0, 9, 2) else "float16"
+        )
         reasons["dtype"] = f"auto: config torch_dtype '{config_dtype or 'unset'}' → {chosen}"
         return chosen
     if config_dtype not in DTYPE_BYTES:
-        raise InvalidSettings("dtype", f"model config torch_dtype '{config_dtype}' is not a known dtype")
+        raise InvalidSettings(
+            "dtype", f"model config torch_dtype '{config_dtype}' is not a known dtype"
+        )
     reasons["dtype"] = f"auto: config torch_dtype {config_dtype}"
     return config_dtype
 
 
-def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
-                     notes: list[str] | None = None) -> ResolvedSettings:
+def resolve_settings(
+    settings: EngineSettings, geometry: ModelGeometry, notes: list[str] | None = None
+) -> ResolvedSettings:
     """Apply vLLM's defaults (per version and device) to what the user set."""
     notes = notes if notes is not None else []
     reasons: dict[str, str] = {}
@@ -194,7 +207,9 @@ def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
     kv_dtype = (settings.kv_cache_dtype or "auto").lower()
     kv_b = dtype_b if kv_dtype == "auto" else DTYPE_BYTES.get(kv_dtype)
     if kv_b is None:
-        raise InvalidSettings("kv_cache_dtype", f"unknown kv cache dtype '{settings.kv_cache_dtype}'")
+        raise InvalidSettings(
+            "kv_cache_dtype", f"unknown kv cache dtype '{settings.kv_cache_dtype}'"
+        )
     lora_dtype = (settings.lora_dtype or "auto").lower()
     lora_b = dtype_b if lora_dtype == "auto" else DTYPE_BYTES.get(lora_dtype)
     if lora_b is None:
@@ -207,51 +222,83 @@ def resolve_settings(settings: EngineSettings, geometry: ModelGeometry,
         reasons["max_model_len"] = "set"
     elif derived_len is not None:
         max_len = derived_len
-        reasons["max_model_len"] = "default: derived from the model config (max_position_embeddings, rope scaling)"
+        reasons["max_model_len"] = (
+            "default: derived from the model config (max_position_embeddings, rope scaling)"
+        )
     else:
-        raise InvalidSettings("max_model_len", "not set and the model config has no "
-                              "max_position_embeddings: pass --max-model-len")
+        raise InvalidSettings(
+            "max_model_len",
+            "not set and the model config has no max_position_embeddings: pass --max-model-len",
+        )
 
     batching = defaults.batching_defaults(
-        version=version, device=device, world_size=ws, usage=settings.usage_context,
-        gpu_memory_bytes=settings.gpu_memory_bytes, gpu_product=settings.gpu_product,
-        max_model_len=max_len, max_num_seqs=settings.max_num_seqs,
+        version=version,
+        device=device,
+        world_size=ws,
+        usage=settings.usage_context,
+        gpu_memory_bytes=settings.gpu_memory_bytes,
+        gpu_product=settings.gpu_product,
+        max_model_len=max_len,
+        max_num_seqs=settings.max_num_seqs,
         max_num_batched_tokens=settings.max_num_batched_tokens,
         enable_chunked_prefill=settings.enable_chunked_prefill,
-        performance_mode=settings.performance_mode, notes=notes,
-        node_memory_bytes=settings.node_memory_bytes)
+        performance_mode=settings.performance_mode,
+        notes=notes,
+        node_memory_bytes=settings.node_memory_bytes,
+    )
     reasons.update(batching.reasons)
 
     # LoRA: an absent --max-lora-rank is vLLM's default (16) on the command-line path.
     rank = settings.max_lora_rank if settings.max_lora_rank is not None else defaults.MAX_LORA_RANK
-    reasons["max_lora_rank"] = "set" if settings.max_lora_rank is not None else \
-        f"default {defaults.MAX_LORA_RANK} (vLLM LoRAConfig.max_lora_rank)"
+    reasons["max_lora_rank"] = (
+        "set"
+        if settings.max_lora_rank is not None
+        else f"default {defaults.MAX_LORA_RANK} (vLLM LoRAConfig.max_lora_rank)"
+    )
     if settings.enable_lora and rank not in ALLOWED_LORA_RANKS:
-        notes.append(f"max_lora_rank {rank} is not one of vLLM's allowed ranks "
-                     f"{ALLOWED_LORA_RANKS}: vLLM refuses to start")
+        notes.append(
+            f"max_lora_rank {rank} is not one of vLLM's allowed ranks "
+            f"{ALLOWED_LORA_RANKS}: vLLM refuses to start"
+        )
     max_loras = settings.max_loras or defaults.MAX_LORAS
     max_cpu_loras = settings.max_cpu_loras or max_loras
     if settings.max_cpu_loras is not None and settings.max_cpu_loras < max_loras:
         notes.append("max_cpu_loras < max_loras: vLLM refuses to start")
 
     util = settings.gpu_memory_utilization or defaults.gpu_memory_utilization(version)
-    reasons["gpu_memory_utilization"] = "set" if settings.gpu_memory_utilization else \
-        f"default {util} for vLLM {version}"
+    reasons["gpu_memory_utilization"] = (
+        "set" if settings.gpu_memory_utilization else f"default {util} for vLLM {version}"
+    )
 
     cpu_kv, auto_sized = _cpu_kv_cache(settings, version, device, util, reasons, notes)
     swap = _swap_space(settings, version, device, reasons)
     engines, reasons["engines"] = local_engines(settings)
 
     return ResolvedSettings.model_construct(
-        version=version, device=device, dtype=dtype, dtype_bytes=dtype_b,
-        kv_cache_dtype_bytes=kv_b, max_model_len=max_len,
-        max_num_seqs=batching.max_num_seqs, max_num_batched_tokens=batching.max_num_batched_tokens,
-        chunked_prefill=batching.chunked_prefill, enable_lora=settings.enable_lora,
-        max_lora_rank=rank, max_loras=max_loras, max_cpu_loras=max_cpu_loras,
-        lora_dtype_bytes=lora_b, tensor_parallel_size=settings.tensor_parallel_size,
-        pipeline_parallel_size=settings.pipeline_parallel_size, gpu_memory_utilization=util,
-        cpu_kv_cache_bytes=cpu_kv, kv_cache_auto_sized=auto_sized, swap_space_bytes=swap,
-        allocator=settings.allocator, reasons=reasons, engines=engines)
+        version=version,
+        device=device,
+        dtype=dtype,
+        dtype_bytes=dtype_b,
+        kv_cache_dtype_bytes=kv_b,
+        max_model_len=max_len,
+        max_num_seqs=batching.max_num_seqs,
+        max_num_batched_tokens=batching.max_num_batched_tokens,
+        chunked_prefill=batching.chunked_prefill,
+        enable_lora=settings.enable_lora,
+        max_lora_rank=rank,
+        max_loras=max_loras,
+        max_cpu_loras=max_cpu_loras,
+        lora_dtype_bytes=lora_b,
+        tensor_parallel_size=settings.tensor_parallel_size,
+        pipeline_parallel_size=settings.pipeline_parallel_size,
+        gpu_memory_utilization=util,
+        cpu_kv_cache_bytes=cpu_kv,
+        kv_cache_auto_sized=auto_sized,
+        swap_space_bytes=swap,
+        allocator=settings.allocator,
+        reasons=reasons,
+        engines=engines,
+    )
 
 
 def local_engines(settings: EngineSettings) -> tuple[int, str]:
@@ -270,13 +317,21 @@ def local_engines(settings: EngineSettings) -> tuple[int, str]:
     if settings.data_parallel_size_local is not None:
         return settings.data_parallel_size_local, "--data-parallel-size-local"
     if settings.data_parallel_size > 1:
-        return settings.data_parallel_size, ("--data-parallel-size: every rank on this node "
-                                             "(vLLM's default for data_parallel_size_local)")
+        return settings.data_parallel_size, (
+            "--data-parallel-size: every rank on this node "
+            "(vLLM's default for data_parallel_size_local)"
+        )
     return 1, "no data parallelism"
 
 
-def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device, util: float,
-                  reasons: dict[str, str], notes: list[str]) -> tuple[int | None, bool]:
+def _cpu_kv_cache(
+    settings: EngineSettings,
+    version: VllmVersion,
+    device: Device,
+    util: float,
+    reasons: dict[str, str],
+    notes: list[str],
+) -> tuple[int | None, bool]:
     """The CPU backend's KV cache in host memory (None on other devices)."""
     if device != "cpu":
         return None, False
@@ -284,10 +339,14 @@ def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device
     if env is not None:
         gib = int(env)  # vLLM reads it with int(): whole GiB
         if gib == 0 and not version.at_least(0, 10, 1):
-            reasons["cpu_kv_cache"] = "VLLM_CPU_KVCACHE_SPACE=0 means the 4 GiB default (vLLM ≤ 0.9.2)"
+            reasons["cpu_kv_cache"] = (
+                "VLLM_CPU_KVCACHE_SPACE=0 means the 4 GiB default (vLLM ≤ 0.9.2)"
+            )
             return 4 * GiB, False
         if gib == 0:
-            notes.append("VLLM_CPU_KVCACHE_SPACE=0 gives no KV cache from vLLM 0.10.1: vLLM refuses to start")
+            notes.append(
+                "VLLM_CPU_KVCACHE_SPACE=0 gives no KV cache from vLLM 0.10.1: vLLM refuses to start"
+            )
         reasons["cpu_kv_cache"] = f"VLLM_CPU_KVCACHE_SPACE={gib} (GiB)"
         return gib * GiB, False
     if settings.kv_cache_memory_bytes is not None and version.at_least(0, 20):
@@ -296,32 +355,45 @@ def _cpu_kv_cache(settings: EngineSettings, version: VllmVersion, device: Device
         return settings.kv_cache_memory_bytes, False
     pinned = int(PINNED_CPU_KV_GIB_DEFAULT.value * GiB)
     if not version.at_least(0, 13):
-        reasons["cpu_kv_cache"] = f"default 4 GiB (VLLM_CPU_KVCACHE_SPACE unset, vLLM {version} ≤ 0.12)"
+        reasons["cpu_kv_cache"] = (
+            f"default 4 GiB (VLLM_CPU_KVCACHE_SPACE unset, vLLM {version} ≤ 0.12)"
+        )
         return 4 * GiB, False
     if not version.at_least(0, 20):
         if settings.node_memory_bytes:
             kv = settings.node_memory_bytes // 2
             reasons["cpu_kv_cache"] = "default: half the NUMA node's memory (vLLM 0.13-0.19)"
-            notes.append("VLLM_CPU_KVCACHE_SPACE unset: vLLM 0.13-0.19 takes half the node's "
-                         "memory for the KV cache; pin it with VLLM_CPU_KVCACHE_SPACE")
+            notes.append(
+                "VLLM_CPU_KVCACHE_SPACE unset: vLLM 0.13-0.19 takes half the node's "
+                "memory for the KV cache; pin it with VLLM_CPU_KVCACHE_SPACE"
+            )
             return kv, True
-        reasons["cpu_kv_cache"] = f"assumed {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB: vLLM 0.13-0.19 takes half the node's memory"
-        notes.append("VLLM_CPU_KVCACHE_SPACE unset: vLLM 0.13-0.19 takes half the NUMA node's "
-                     f"memory, node size unknown; estimate assumes {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB "
-                     "as if pinned (set VLLM_CPU_KVCACHE_SPACE)")
+        reasons["cpu_kv_cache"] = (
+            f"assumed {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB: vLLM 0.13-0.19 takes half the node's memory"
+        )
+        notes.append(
+            "VLLM_CPU_KVCACHE_SPACE unset: vLLM 0.13-0.19 takes half the NUMA node's "
+            f"memory, node size unknown; estimate assumes {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB "
+            "as if pinned (set VLLM_CPU_KVCACHE_SPACE)"
+        )
         return pinned, True
-    reasons["cpu_kv_cache"] = (f"assumed {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB: vLLM ≥ 0.20 sizes it as "
-                               f"ceil(memory × {util}) − RSS after warmup")
-    notes.append(f"VLLM_CPU_KVCACHE_SPACE unset: vLLM {version} fills {util:g} of the "
-                 + ("pod limit" if version.at_least(0, 24) else "node memory")
-                 + " with KV cache after warmup, so a LoRA prefill that comes later cannot fit; "
-                 f"estimate assumes {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB as if pinned "
-                 "(set VLLM_CPU_KVCACHE_SPACE)")
+    reasons["cpu_kv_cache"] = (
+        f"assumed {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB: vLLM ≥ 0.20 sizes it as "
+        f"ceil(memory × {util}) − RSS after warmup"
+    )
+    notes.append(
+        f"VLLM_CPU_KVCACHE_SPACE unset: vLLM {version} fills {util:g} of the "
+        + ("pod limit" if version.at_least(0, 24) else "node memory")
+        + " with KV cache after warmup, so a LoRA prefill that comes later cannot fit; "
+        f"estimate assumes {PINNED_CPU_KV_GIB_DEFAULT.value:g} GiB as if pinned "
+        "(set VLLM_CPU_KVCACHE_SPACE)"
+    )
     return pinned, True
 
 
-def _swap_space(settings: EngineSettings, version: VllmVersion, device: Device,
-                reasons: dict[str, str]) -> int:
+def _swap_space(
+    settings: EngineSettings, version: VllmVersion, device: Device, reasons: dict[str, str]
+) -> int:
     """CPU swap space for preempted sequences: allocated by the V0 GPU engine only (< 0.8.5);
     the V1 engine never reads it and the flag is gone from 0.18."""
     if version.at_least(0, 18):
@@ -330,7 +402,12 @@ def _swap_space(settings: EngineSettings, version: VllmVersion, device: Device,
     if version.at_least(0, 8, 5) or device == "cpu":
         reasons["swap_space"] = "not allocated (V1 engine / CPU backend)"
         return 0
-    gib = settings.swap_space_gib if settings.swap_space_gib is not None else defaults.SWAP_SPACE_GIB
-    reasons["swap_space"] = "set" if settings.swap_space_gib is not None else \
-        f"default {defaults.SWAP_SPACE_GIB} GiB per GPU (V0 engine)"
+    gib = (
+        settings.swap_space_gib if settings.swap_space_gib is not None else defaults.SWAP_SPACE_GIB
+    )
+    reasons["swap_space"] = (
+        "set"
+        if settings.swap_space_gib is not None
+        else f"default {defaults.SWAP_SPACE_GIB} GiB per GPU (V0 engine)"
+    )
     return int(gib * GiB) * settings.tensor_parallel_size

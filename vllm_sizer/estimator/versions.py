@@ -34,8 +34,12 @@ class VllmVersion(BaseModel, frozen=True):
 
     @classmethod
     def latest(cls) -> "VllmVersion":
-        return cls(major=LATEST_KNOWN[0], minor=LATEST_KNOWN[1], patch=LATEST_KNOWN[2],
-                   source="assumed latest")
+        return cls(
+            major=LATEST_KNOWN[0],
+            minor=LATEST_KNOWN[1],
+            patch=LATEST_KNOWN[2],
+            source="assumed latest",
+        )
 
     @property
     def tuple(self) -> tuple[int, int, int]:

@@ -60,41 +60,65 @@ def _new_key() -> ec.EllipticCurvePrivateKey:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def service_dns_names(service: str, namespace: str) -> list[str]:
     """The names kube-apiserver may use for a service clientConfig (it dials
     `<service>.<namespace>.svc`; the others cover in-cluster clients)."""
-    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
-            f"{service}.{namespace}.svc.cluster.local"]
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
 
 
-def generate_ca(common_name: str = "vllm-sizer-webhook-ca",
-                validity: dt.timedelta = CA_VALIDITY) -> tuple[bytes, bytes]:
+def generate_ca(
+    common_name: str = "vllm-sizer-webhook-ca", validity: dt.timedelta = CA_VALIDITY
+) -> tuple[bytes, bytes]:
     """A self-signed CA → (cert PEM, key PEM)."""
     key = _new_key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = _now()
-    cert = (x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _BACKDATE).not_valid_after(now + validity)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                         content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
-def generate_serving_certificate(ca_cert_pem: bytes, ca_key_pem: bytes, dns_names: Sequence[str],
-                                 ip_addresses: Iterable[str] = (),
-                                 validity: dt.timedelta = SERVING_VALIDITY) -> tuple[bytes, bytes]:
+def generate_serving_certificate(
+    ca_cert_pem: bytes,
+    ca_key_pem: bytes,
+    dns_names: Sequence[str],
+    ip_addresses: Iterable[str] = (),
+    validity: dt.timedelta = SERVING_VALIDITY,
+) -> tuple[bytes, bytes]:
     """A serving certificate signed by the CA, with the given SANs → (cert PEM, key PEM)."""
     if not dns_names and not list(ip_addresses):
         raise ValueError("a serving certificate needs at least one DNS name or IP address")
@@ -106,36 +130,57 @@ def generate_serving_certificate(ca_cert_pem: bytes, ca_key_pem: bytes, dns_name
     cn = dns_names[0] if dns_names else str(next(iter(ip_addresses)))
     now = _now()
     not_after = min(now + validity, ca_cert.not_valid_after_utc)
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn[:64])]))
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _BACKDATE).not_valid_after(not_after)
-            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True,
-                                         content_commitment=False, data_encipherment=False,
-                                         key_agreement=False, key_cert_sign=False, crl_sign=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),  # type: ignore[arg-type]
-                           critical=False)
-            .sign(ca_key, hashes.SHA256()))  # type: ignore[arg-type]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn[:64])]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_encipherment=True,
+                content_commitment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),  # type: ignore[arg-type]
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )  # type: ignore[arg-type]
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
-def generate_self_signed(service: str, namespace: str, *, ip_addresses: Iterable[str] = (),
-                         extra_dns_names: Iterable[str] = (),
-                         ca: tuple[bytes, bytes] | None = None,
-                         validity: dt.timedelta = SERVING_VALIDITY) -> CertificateBundle:
+def generate_self_signed(
+    service: str,
+    namespace: str,
+    *,
+    ip_addresses: Iterable[str] = (),
+    extra_dns_names: Iterable[str] = (),
+    ca: tuple[bytes, bytes] | None = None,
+    validity: dt.timedelta = SERVING_VALIDITY,
+) -> CertificateBundle:
     """CA (new unless given as (cert, key)) + serving certificate for
     `<service>.<namespace>.svc` (and `.svc.cluster.local`); `ip_addresses=["127.0.0.1"]` and
     `extra_dns_names=["localhost"]` for a local (`--dev`) webhook."""
     ca_cert, ca_key = ca if ca is not None else generate_ca()
     names = service_dns_names(service, namespace) + [n for n in extra_dns_names]
-    cert, key = generate_serving_certificate(ca_cert, ca_key, list(dict.fromkeys(names)),
-                                             ip_addresses, validity)
+    cert, key = generate_serving_certificate(
+        ca_cert, ca_key, list(dict.fromkeys(names)), ip_addresses, validity
+    )
     return CertificateBundle(cert=cert, key=key, ca_cert=ca_cert, ca_key=ca_key)
 
 
@@ -190,8 +235,11 @@ def not_valid_after(cert_pem: bytes | str) -> dt.datetime:
     return _first_cert(cert_pem).not_valid_after_utc
 
 
-def needs_rotation(cert_pem: bytes | str | None, before: dt.timedelta = ROTATE_BEFORE,
-                   now: dt.datetime | None = None) -> bool:
+def needs_rotation(
+    cert_pem: bytes | str | None,
+    before: dt.timedelta = ROTATE_BEFORE,
+    now: dt.datetime | None = None,
+) -> bool:
     """True when the certificate expires within `before` (or is not yet valid, or unreadable)."""
     if not cert_pem:
         return True
@@ -209,19 +257,24 @@ def certificate_sans(cert_pem: bytes | str) -> tuple[list[str], list[str]]:
         ext = _first_cert(cert_pem).extensions.get_extension_for_class(x509.SubjectAlternativeName)
     except x509.ExtensionNotFound:
         return [], []
-    return (ext.value.get_values_for_type(x509.DNSName),
-            [str(ip) for ip in ext.value.get_values_for_type(x509.IPAddress)])
+    return (
+        ext.value.get_values_for_type(x509.DNSName),
+        [str(ip) for ip in ext.value.get_values_for_type(x509.IPAddress)],
+    )
 
 
-def covers(cert_pem: bytes | str, dns_names: Iterable[str],
-           ip_addresses: Iterable[str] = ()) -> bool:
+def covers(
+    cert_pem: bytes | str, dns_names: Iterable[str], ip_addresses: Iterable[str] = ()
+) -> bool:
     names, ips = certificate_sans(cert_pem)
-    return set(dns_names) <= set(names) and \
-        {str(ipaddress.ip_address(i)) for i in ip_addresses} <= {str(i) for i in ips}
+    return set(dns_names) <= set(names) and {
+        str(ipaddress.ip_address(i)) for i in ip_addresses
+    } <= {str(i) for i in ips}
 
 
-def merge_ca_bundles(*bundles: bytes | str | None, now: dt.datetime | None = None,
-                     limit: int | None = None) -> bytes:
+def merge_ca_bundles(
+    *bundles: bytes | str | None, now: dt.datetime | None = None, limit: int | None = None
+) -> bytes:
     """Concatenate CA PEMs in order, dropping duplicates and expired certificates, keeping at
     most `limit`: during a CA rotation the caBundle carries the new and the old CA, so serving
     certificates of both verify while replicas pick up the new one."""
@@ -244,12 +297,14 @@ def merge_ca_bundles(*bundles: bytes | str | None, now: dt.datetime | None = Non
 
 # ---- Kubernetes objects ------------------------------------------------------------------------
 
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def secret_body(bundle: CertificateBundle, name: str, namespace: str,
-                labels: dict[str, str] | None = None) -> dict[str, Any]:
+def secret_body(
+    bundle: CertificateBundle, name: str, namespace: str, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     """A kubernetes.io/tls Secret with tls.crt, tls.key, ca.crt (and ca.key when we own the CA,
     so the CA survives a restart and serving certificates can be re-issued under it)."""
     data = {CERT_FILE: _b64(bundle.cert), KEY_FILE: _b64(bundle.key), CA_FILE: _b64(bundle.ca_cert)}
@@ -257,8 +312,13 @@ def secret_body(bundle: CertificateBundle, name: str, namespace: str,
         data["ca.key"] = _b64(bundle.ca_key)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     meta["labels"] = {"app.kubernetes.io/name": "vllm-sizer", **(labels or {})}
-    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": meta,
-            "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": meta,
+        "data": data,
+    }
 
 
 def bundle_from_secret(secret: Any) -> CertificateBundle | None:
@@ -273,19 +333,25 @@ def bundle_from_secret(secret: Any) -> CertificateBundle | None:
     cert, key = field(CERT_FILE), field(KEY_FILE)
     if not cert or not key:
         return None
-    return CertificateBundle(cert=cert, key=key, ca_cert=field(CA_FILE) or cert,
-                             ca_key=field("ca.key"))
+    return CertificateBundle(
+        cert=cert, key=key, ca_cert=field(CA_FILE) or cert, ca_key=field("ca.key")
+    )
 
 
 def current_ca_bundles(configuration: Any) -> list[str | None]:
     """The base64 caBundle of each webhook of a configuration (dict or client model)."""
     if isinstance(configuration, dict):
-        return [((w.get("clientConfig") or {}).get("caBundle")) for w in configuration.get("webhooks") or []]
+        return [
+            ((w.get("clientConfig") or {}).get("caBundle"))
+            for w in configuration.get("webhooks") or []
+        ]
     webhooks = getattr(configuration, "webhooks", None) or []
     return [getattr(getattr(w, "client_config", None), "ca_bundle", None) for w in webhooks]
 
 
-def ca_bundle_patch(configuration: Any, ca_pem: bytes, *, keep_previous: bool = False) -> list[dict[str, Any]]:
+def ca_bundle_patch(
+    configuration: Any, ca_pem: bytes, *, keep_previous: bool = False
+) -> list[dict[str, Any]]:
     """RFC 6902 ops that set `clientConfig.caBundle` on every webhook of a configuration (dict
     or kubernetes client model); empty when all already carry it. `keep_previous`: the new CA
     first, then the first CA already there (a CA rotation)."""
@@ -299,13 +365,19 @@ def ca_bundle_patch(configuration: Any, ca_pem: bytes, *, keep_previous: bool = 
                 pem = ca_pem
         value = _b64(pem)
         if have != value:
-            ops.append({"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": value})
+            ops.append(
+                {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": value}
+            )
     return ops
 
 
-def patch_ca_bundles(admissionregistration_api: Any, ca_pem: bytes,
-                     names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME), *,
-                     keep_previous: bool = False) -> dict[str, bool]:
+def patch_ca_bundles(
+    admissionregistration_api: Any,
+    ca_pem: bytes,
+    names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME),
+    *,
+    keep_previous: bool = False,
+) -> dict[str, bool]:
     """Set the caBundle of both webhook configurations through
     `kubernetes.client.AdmissionregistrationV1Api` (a JSON patch: the client sends a list body as
     application/json-patch+json). Returns {name: patched}; a configuration that does not exist
@@ -313,10 +385,18 @@ def patch_ca_bundles(admissionregistration_api: Any, ca_pem: bytes,
     from kubernetes.client.exceptions import ApiException
 
     mutating, validating = names
-    calls = ((mutating, admissionregistration_api.read_mutating_webhook_configuration,
-              admissionregistration_api.patch_mutating_webhook_configuration),
-             (validating, admissionregistration_api.read_validating_webhook_configuration,
-              admissionregistration_api.patch_validating_webhook_configuration))
+    calls = (
+        (
+            mutating,
+            admissionregistration_api.read_mutating_webhook_configuration,
+            admissionregistration_api.patch_mutating_webhook_configuration,
+        ),
+        (
+            validating,
+            admissionregistration_api.read_validating_webhook_configuration,
+            admissionregistration_api.patch_validating_webhook_configuration,
+        ),
+    )
     result: dict[str, bool] = {}
     for name, read, patch in calls:
         try:
@@ -339,11 +419,17 @@ def _resource_version(obj: Any) -> str | None:
     return getattr(getattr(obj, "metadata", None), "resource_version", None)
 
 
-def ensure_certificate_secret(core_api: Any, namespace: str, secret_name: str, service: str, *,
-                              before: dt.timedelta = ROTATE_BEFORE,
-                              ip_addresses: Iterable[str] = (),
-                              extra_dns_names: Iterable[str] = (),
-                              attempts: int = 3) -> tuple[CertificateBundle, bool]:
+def ensure_certificate_secret(
+    core_api: Any,
+    namespace: str,
+    secret_name: str,
+    service: str,
+    *,
+    before: dt.timedelta = ROTATE_BEFORE,
+    ip_addresses: Iterable[str] = (),
+    extra_dns_names: Iterable[str] = (),
+    attempts: int = 3,
+) -> tuple[CertificateBundle, bool]:
     """Read the Secret through `kubernetes.client.CoreV1Api`; create it when missing, re-issue the
     serving certificate when it expires within `before` or does not cover the service names
     (keeping the CA while the CA itself is not due within 2 × `before`), and replace it
@@ -363,14 +449,18 @@ def ensure_certificate_secret(core_api: Any, namespace: str, secret_name: str, s
                 raise
             existing = None
         bundle = bundle_from_secret(existing) if existing is not None else None
-        if bundle is not None and not needs_rotation(bundle.cert, before) and \
-                covers(bundle.cert, names, ip_addresses):
+        if (
+            bundle is not None
+            and not needs_rotation(bundle.cert, before)
+            and covers(bundle.cert, names, ip_addresses)
+        ):
             return bundle, False
         ca = None
         if bundle is not None and bundle.ca_key and not needs_rotation(bundle.ca_cert, before * 2):
             ca = (bundle.ca_cert, bundle.ca_key)
-        fresh = generate_self_signed(service, namespace, ip_addresses=ip_addresses,
-                                     extra_dns_names=extra_dns_names, ca=ca)
+        fresh = generate_self_signed(
+            service, namespace, ip_addresses=ip_addresses, extra_dns_names=extra_dns_names, ca=ca
+        )
         body = secret_body(fresh, secret_name, namespace)
         try:
             if existing is None:
@@ -388,18 +478,30 @@ def ensure_certificate_secret(core_api: Any, namespace: str, secret_name: str, s
     raise RuntimeError("unreachable")  # pragma: no cover
 
 
-def prepare_self_signed(core_api: Any, admissionregistration_api: Any, namespace: str,
-                        secret_name: str, service: str, cert_dir: str | os.PathLike[str], *,
-                        before: dt.timedelta = ROTATE_BEFORE,
-                        names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME)
-                        ) -> CertificateBundle:
+def prepare_self_signed(
+    core_api: Any,
+    admissionregistration_api: Any,
+    namespace: str,
+    secret_name: str,
+    service: str,
+    cert_dir: str | os.PathLike[str],
+    *,
+    before: dt.timedelta = ROTATE_BEFORE,
+    names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME),
+) -> CertificateBundle:
     """cert_mode "self-signed", at start and then periodically (e.g. hourly, in a thread):
     the Secret (created or rotated), then the caBundle of both configurations (new CA first, the
     previous one kept during a CA rotation), then the files the server reloads. Files are
     rewritten only when they differ, so the reloader sees a change only on a real rotation."""
-    bundle, _changed = ensure_certificate_secret(core_api, namespace, secret_name, service, before=before)
+    bundle, _changed = ensure_certificate_secret(
+        core_api, namespace, secret_name, service, before=before
+    )
     patch_ca_bundles(admissionregistration_api, bundle.ca_cert, names, keep_previous=True)
     on_disk = read_certificates(cert_dir)
-    if on_disk is None or (on_disk.cert, on_disk.key, on_disk.ca_cert) != (bundle.cert, bundle.key, bundle.ca_cert):
+    if on_disk is None or (on_disk.cert, on_disk.key, on_disk.ca_cert) != (
+        bundle.cert,
+        bundle.key,
+        bundle.ca_cert,
+    ):
         write_certificates(cert_dir, bundle)
     return bundle

@@ -27,7 +27,6 @@ def list_items(resp: Any) -> list[dict[str, Any]]:
     return list(data.get("items") or [])
 
 
-
 # A background listing is never on the admission path (reviews read its last view from
 # memory), so it is not held to the review's `lookup_timeout_seconds`: the first listing of a
 # fresh process (kubeconfig, TLS handshake, a busy API server) took over 2.5 s on a loaded
@@ -72,10 +71,16 @@ class BackgroundListing:
         self.listings += 1
         timeout = max(self.settings.lookup_timeout_seconds, LISTING_TIMEOUT_SECONDS)
         try:
-            listed = await asyncio.wait_for(asyncio.to_thread(self._list_sync, timeout), timeout + 1)
+            listed = await asyncio.wait_for(
+                asyncio.to_thread(self._list_sync, timeout), timeout + 1
+            )
         except Exception as exc:  # noqa: BLE001
-            log.warning("listing %s failed (%s: %s); keeping the previous view", self.what,
-                        type(exc).__name__, exc)
+            log.warning(
+                "listing %s failed (%s: %s); keeping the previous view",
+                self.what,
+                type(exc).__name__,
+                exc,
+            )
             return False
         self._apply(listed)
         return True
@@ -91,8 +96,9 @@ class BackgroundListing:
                 retry = LISTING_RETRY_FIRST_SECONDS if ok else retry * 2
                 ok = await self.refresh()
 
-        self._task = asyncio.get_running_loop().create_task(loop(ok),
-                                                            name=f"vllm-sizer-{self.what}")
+        self._task = asyncio.get_running_loop().create_task(
+            loop(ok), name=f"vllm-sizer-{self.what}"
+        )
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -121,8 +127,11 @@ class ClusterLimitRanges(BackgroundListing):
     def _list_sync(self, timeout: float) -> list[dict[str, Any]]:
         from kubernetes import client
 
-        return self._items(client.CoreV1Api(self._client()).list_limit_range_for_all_namespaces(
-            _request_timeout=timeout, _preload_content=False))
+        return self._items(
+            client.CoreV1Api(self._client()).list_limit_range_for_all_namespaces(
+                _request_timeout=timeout, _preload_content=False
+            )
+        )
 
     def _apply(self, listed: list[dict[str, Any]]) -> None:
         self._maxima = limit_range_maxima(listed)
@@ -150,9 +159,17 @@ class ClusterServingRuntimes(BackgroundListing):
         out = []
         for plural in ("servingruntimes", "clusterservingruntimes"):
             try:  # for a namespaced kind this lists every namespace
-                out.append(self._items(api.list_cluster_custom_object(
-                    "serving.kserve.io", "v1alpha1", plural, _request_timeout=timeout,
-                    _preload_content=False)))
+                out.append(
+                    self._items(
+                        api.list_cluster_custom_object(
+                            "serving.kserve.io",
+                            "v1alpha1",
+                            plural,
+                            _request_timeout=timeout,
+                            _preload_content=False,
+                        )
+                    )
+                )
             except Exception as exc:  # noqa: BLE001 - 404 without KServe
                 if getattr(exc, "status", None) != 404:
                     raise

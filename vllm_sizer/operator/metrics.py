@@ -71,7 +71,9 @@ def count_review(route: str, verdict: str, kind: str) -> None:
     key = (route, verdict, kind)
     child = _review_children.get(key)
     if child is None:
-        child = _review_children[key] = ADMISSION_REVIEWS.labels(route=route, verdict=verdict, kind=kind)
+        child = _review_children[key] = ADMISSION_REVIEWS.labels(
+            route=route, verdict=verdict, kind=kind
+        )
     child.inc()  # type: ignore[attr-defined]
 
 

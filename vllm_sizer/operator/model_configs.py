@@ -24,11 +24,21 @@ import re
 import time
 from typing import Any, Callable, Protocol
 
-from ..policy.cluster import (KEY_SLASH, ClusterContext, model_configs_by_namespace,
-                              model_key, model_keys)
-from .cluster_listings import (ApiClientFactory, BackgroundListing,  # noqa: F401
-                               ClusterLimitRanges, ClusterServingRuntimes, limit_range_maxima,
-                               list_items)
+from ..policy.cluster import (
+    KEY_SLASH,
+    ClusterContext,
+    model_configs_by_namespace,
+    model_key,
+    model_keys,
+)
+from .cluster_listings import (
+    ApiClientFactory,
+    BackgroundListing,  # noqa: F401
+    ClusterLimitRanges,
+    ClusterServingRuntimes,
+    limit_range_maxima,
+    list_items,
+)
 from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
 
 
@@ -38,7 +48,9 @@ class ModelConfigLookup(Protocol):
     async def load(self, model: str, namespace: str | None = None) -> dict[str, Any] | None: ...
 
 
-def namespaced(lookup: Any) -> tuple[Callable[[str, str | None], Any], Callable[[str, str | None], Any]]:
+def namespaced(
+    lookup: Any,
+) -> tuple[Callable[[str, str | None], Any], Callable[[str, str | None], Any]]:
     """(get, load) of a lookup as functions of (model, namespace); a lookup written before
     namespaces (get(model) only) is called without it."""
     import inspect
@@ -51,8 +63,10 @@ def namespaced(lookup: Any) -> tuple[Callable[[str, str | None], Any], Callable[
         return "namespace" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
     get, load = lookup.get, lookup.load
-    return ((lambda m, ns: get(m, namespace=ns)) if takes_namespace(get) else (lambda m, ns: get(m)),
-            (lambda m, ns: load(m, namespace=ns)) if takes_namespace(load) else (lambda m, ns: load(m)))
+    return (
+        (lambda m, ns: get(m, namespace=ns)) if takes_namespace(get) else (lambda m, ns: get(m)),
+        (lambda m, ns: load(m, namespace=ns)) if takes_namespace(load) else (lambda m, ns: load(m)),
+    )
 
 
 class NoLookup:
@@ -87,11 +101,17 @@ class HubConfigFetcher:
     positive cache and a negative cache. Only ids shaped like 'org/name' are fetched (never a
     local path). Uses aiohttp; never blocks the event loop."""
 
-    def __init__(self, endpoint: str, token_file: str | None = None, timeout: float = 2.0,
-                 *, negative_ttl: float = HUB_NEGATIVE_TTL_SECONDS,
-                 error_ttl: float = HUB_ERROR_TTL_SECONDS,
-                 positive_ttl: float = HUB_POSITIVE_TTL_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        endpoint: str,
+        token_file: str | None = None,
+        timeout: float = 2.0,
+        *,
+        negative_ttl: float = HUB_NEGATIVE_TTL_SECONDS,
+        error_ttl: float = HUB_ERROR_TTL_SECONDS,
+        positive_ttl: float = HUB_POSITIVE_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.endpoint = endpoint.rstrip("/")
         self.token_file = token_file
         self.timeout = timeout
@@ -110,7 +130,7 @@ class HubConfigFetcher:
         m = model.strip()
         for prefix in ("hf://", "huggingface://", "https://huggingface.co/"):
             if m.lower().startswith(prefix):
-                m = m[len(prefix):]
+                m = m[len(prefix) :]
         m, _, rev = m.partition("@")
         m = m.rstrip("/")
         if not _HUB_ID.match(m) or ".." in m:
@@ -177,8 +197,11 @@ class HubConfigFetcher:
                 if resp.status == 200:
                     raw = await resp.content.read(HUB_MAX_BYTES + 1)
                     if len(raw) > HUB_MAX_BYTES:
-                        log.warning("Hub config.json for %s is larger than %d bytes: ignored",
-                                    repo, HUB_MAX_BYTES)
+                        log.warning(
+                            "Hub config.json for %s is larger than %d bytes: ignored",
+                            repo,
+                            HUB_MAX_BYTES,
+                        )
                     else:
                         loaded = json.loads(raw)
                         if isinstance(loaded, dict) and loaded:
@@ -187,8 +210,12 @@ class HubConfigFetcher:
                             ttl = self.negative_ttl
                 elif resp.status in (401, 403, 404):
                     ttl = self.negative_ttl
-                    log.info("Hub has no readable config.json for %s@%s (HTTP %d)", repo, rev,
-                             resp.status)
+                    log.info(
+                        "Hub has no readable config.json for %s@%s (HTTP %d)",
+                        repo,
+                        rev,
+                        resp.status,
+                    )
                 else:
                     log.warning("Hub answered HTTP %d for %s@%s", resp.status, repo, rev)
         except asyncio.TimeoutError:
@@ -235,9 +262,15 @@ class ClusterModelConfigs:
     The listing runs the synchronous kubernetes client in a worker thread.
     """
 
-    def __init__(self, api_client_factory: ApiClientFactory, settings: OperatorSettings,
-                 *, clock: Callable[[], float] = time.monotonic,
-                 hub: HubConfigFetcher | None = None, use_hub: bool = True):
+    def __init__(
+        self,
+        api_client_factory: ApiClientFactory,
+        settings: OperatorSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        hub: HubConfigFetcher | None = None,
+        use_hub: bool = True,
+    ):
         """`use_hub=False` for the webhook role: the admission path never waits on the network
         (the controller fetches unknown models and stores them in a ConfigMap instead)."""
         self.api_client_factory = api_client_factory
@@ -248,18 +281,28 @@ class ClusterModelConfigs:
         self._loaded_at: float | None = None
         self._refreshing: asyncio.Future | None = None
         self.listings = 0  # listings attempted (tests, metrics)
-        self.hub = hub if hub is not None else (
-            HubConfigFetcher(settings.hub_endpoint, settings.hub_token_file,
-                             settings.hub_timeout_seconds, clock=clock)
-            if settings.hub_fetch and use_hub else None)
+        self.hub = (
+            hub
+            if hub is not None
+            else (
+                HubConfigFetcher(
+                    settings.hub_endpoint,
+                    settings.hub_token_file,
+                    settings.hub_timeout_seconds,
+                    clock=clock,
+                )
+                if settings.hub_fetch and use_hub
+                else None
+            )
+        )
 
     # ---- ModelConfigLookup
     def get(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
         if not isinstance(model, str) or not model.strip():
             return None
-        cfg = ClusterContext(model_configs=self._configs,
-                             trusted_namespace=self.settings.trusted_namespace
-                             ).model_config(namespace, model)
+        cfg = ClusterContext(
+            model_configs=self._configs, trusted_namespace=self.settings.trusted_namespace
+        ).model_config(namespace, model)
         if cfg is not None:
             return cfg
         if self.hub is not None:
@@ -268,9 +311,12 @@ class ClusterModelConfigs:
 
     def in_configmaps(self, model: str, namespace: str | None = None) -> bool:
         """The model's config is in the ConfigMaps' view (not only in the Hub cache)."""
-        return ClusterContext(model_configs=self._configs,
-                              trusted_namespace=self.settings.trusted_namespace
-                              ).model_config(namespace, model) is not None
+        return (
+            ClusterContext(
+                model_configs=self._configs, trusted_namespace=self.settings.trusted_namespace
+            ).model_config(namespace, model)
+            is not None
+        )
 
     async def load(self, model: str, namespace: str | None = None) -> dict[str, Any] | None:
         if not isinstance(model, str) or not model.strip():
@@ -293,8 +339,10 @@ class ClusterModelConfigs:
     # ---- cache
     @property
     def fresh(self) -> bool:
-        return self._loaded_at is not None and \
-            self.clock() - self._loaded_at < self.settings.model_configs_ttl_seconds
+        return (
+            self._loaded_at is not None
+            and self.clock() - self._loaded_at < self.settings.model_configs_ttl_seconds
+        )
 
     async def refresh(self, force: bool = False) -> None:
         """List the ConfigMaps when the cache is stale (or `force`). Never raises."""
@@ -316,8 +364,13 @@ class ClusterModelConfigs:
         try:
             items = await asyncio.wait_for(asyncio.to_thread(self._list_sync, timeout), timeout)
         except Exception as exc:  # noqa: BLE001
-            log.warning("listing model-config ConfigMaps failed (%s: %s); keeping the cached "
-                        "configs of %d namespaces", type(exc).__name__, exc, len(self._configs))
+            log.warning(
+                "listing model-config ConfigMaps failed (%s: %s); keeping the cached "
+                "configs of %d namespaces",
+                type(exc).__name__,
+                exc,
+                len(self._configs),
+            )
             self._loaded_at = self.clock()  # retry after the TTL, not on every review
             return
         self._configs = model_configs_by_namespace(items)
@@ -329,14 +382,17 @@ class ClusterModelConfigs:
         if self._api is None:
             self._api = client.CoreV1Api(self.api_client_factory())
         selector = f"{MODEL_CONFIGS_LABEL}=true"
-        kwargs: dict[str, Any] = dict(label_selector=selector, _request_timeout=timeout,
-                                      _preload_content=False)
+        kwargs: dict[str, Any] = dict(
+            label_selector=selector, _request_timeout=timeout, _preload_content=False
+        )
         ns = self.settings.model_configs_namespace
-        resp = (self._api.list_namespaced_config_map(ns, **kwargs) if ns else
-                self._api.list_config_map_for_all_namespaces(**kwargs))
+        resp = (
+            self._api.list_namespaced_config_map(ns, **kwargs)
+            if ns
+            else self._api.list_config_map_for_all_namespaces(**kwargs)
+        )
         return list_items(resp)
 
     async def close(self) -> None:
         if self.hub is not None:
             await self.hub.close()
-

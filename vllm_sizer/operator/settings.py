@@ -100,7 +100,8 @@ class OperatorSettings(BaseModel):
             "rounding_bytes": parse_quantity(get("ROUNDING")) if get("ROUNDING") else None,
             "pin_cpu_kv_gib": get("PIN_CPU_KV_GIB"),
             "largest_node_memory_bytes": parse_quantity(get("LARGEST_NODE_MEMORY"))
-            if get("LARGEST_NODE_MEMORY") else None,
+            if get("LARGEST_NODE_MEMORY")
+            else None,
             "fail_closed": flag("FAIL_CLOSED"),
             "namespaces": listing("NAMESPACES"),
             "excluded_namespaces": listing("EXCLUDED_NAMESPACES"),
@@ -120,24 +121,31 @@ class OperatorSettings(BaseModel):
             "webhook_url": get("WEBHOOK_URL"),
             "metrics_port": get("METRICS_PORT"),
             "max_request_bytes": parse_quantity(get("MAX_REQUEST_SIZE"))
-            if get("MAX_REQUEST_SIZE") else None,
+            if get("MAX_REQUEST_SIZE")
+            else None,
             "service_name": get("SERVICE_NAME"),
             "patch_existing": flag("PATCH_EXISTING"),
         }
         return cls(**{k: v for k, v in data.items() if v is not None})
 
     def policy(self, limit_range_max_bytes: int | None = None) -> PolicySettings:
-        return PolicySettings(mode=self.mode, headroom=self.headroom,
-                              rounding_bytes=self.rounding_bytes,
-                              pin_cpu_kv_gib=self.pin_cpu_kv_gib,
-                              limit_range_max_bytes=limit_range_max_bytes,
-                              largest_node_memory_bytes=self.largest_node_memory_bytes,
-                              fail_closed=self.fail_closed)
+        return PolicySettings(
+            mode=self.mode,
+            headroom=self.headroom,
+            rounding_bytes=self.rounding_bytes,
+            pin_cpu_kv_gib=self.pin_cpu_kv_gib,
+            limit_range_max_bytes=limit_range_max_bytes,
+            largest_node_memory_bytes=self.largest_node_memory_bytes,
+            fail_closed=self.fail_closed,
+        )
 
     @property
     def trusted_namespace(self) -> str:
-        return (self.model_configs_trusted_namespace or self.model_configs_namespace
-                or self.operator_namespace)
+        return (
+            self.model_configs_trusted_namespace
+            or self.model_configs_namespace
+            or self.operator_namespace
+        )
 
     def serves_namespace(self, namespace: str | None) -> bool:
         if namespace in self.excluded_namespaces or namespace == self.operator_namespace:

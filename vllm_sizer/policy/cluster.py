@@ -86,12 +86,21 @@ def configs_of_configmap(cm: Any) -> dict[str, Config]:
         try:
             cfg = json.loads(value)
         except (TypeError, ValueError, RecursionError) as exc:
-            log.warning("ConfigMap %s/%s key %r is not JSON (%s): ignored",
-                        meta.get("namespace"), meta.get("name"), key, exc)
+            log.warning(
+                "ConfigMap %s/%s key %r is not JSON (%s): ignored",
+                meta.get("namespace"),
+                meta.get("name"),
+                key,
+                exc,
+            )
             continue
         if not isinstance(cfg, dict) or not cfg:
-            log.warning("ConfigMap %s/%s key %r is not a config.json object: ignored",
-                        meta.get("namespace"), meta.get("name"), key)
+            log.warning(
+                "ConfigMap %s/%s key %r is not a config.json object: ignored",
+                meta.get("namespace"),
+                meta.get("name"),
+                key,
+            )
             continue
         out.setdefault(model_key(str(key)), cfg)
     return out
@@ -143,8 +152,9 @@ class ClusterContext:
 
     # ---- building
     @classmethod
-    def from_objects(cls, docs: Iterable[Any], trusted_namespace: str | None = None
-                     ) -> "ClusterContext":
+    def from_objects(
+        cls, docs: Iterable[Any], trusted_namespace: str | None = None
+    ) -> "ClusterContext":
         """From Kubernetes objects (check's input): ServingRuntime, ClusterServingRuntime,
         labelled ConfigMaps, LimitRange. Malformed objects are skipped."""
         docs = [d for d in docs if isinstance(d, dict)]
@@ -154,7 +164,8 @@ class ClusterContext:
         ctx = cls(trusted_namespace=trusted_namespace)
         ctx.serving_runtimes = runtimes_by_namespace(by_kind.get("ServingRuntime", []))
         ctx.cluster_serving_runtimes = cluster_runtimes_by_name(
-            by_kind.get("ClusterServingRuntime", []))
+            by_kind.get("ClusterServingRuntime", [])
+        )
         ctx.model_configs = model_configs_by_namespace(by_kind.get("ConfigMap", []))
         ctx.limit_ranges = limit_range_maxima(by_kind.get("LimitRange", []))
         return ctx
@@ -164,8 +175,9 @@ class ClusterContext:
         """The object's own namespace first, then the trusted namespace; never another."""
         if not isinstance(model, str) or not model.strip():
             return None
-        for ns in dict.fromkeys(n for n in (namespace or "", self.trusted_namespace)
-                                if n is not None):
+        for ns in dict.fromkeys(
+            n for n in (namespace or "", self.trusted_namespace) if n is not None
+        ):
             configs = self.model_configs.get(ns)
             if not configs:
                 continue
@@ -178,8 +190,9 @@ class ClusterContext:
     def limit_range_max(self, namespace: str | None) -> int | None:
         return self.limit_ranges.get(namespace or "")
 
-    def read_context(self, namespace: str | None,
-                     resolver: Callable[[str], Config | None] | None = None) -> ReadContext:
+    def read_context(
+        self, namespace: str | None, resolver: Callable[[str], Config | None] | None = None
+    ) -> ReadContext:
         """The reader's context for an object in `namespace`: only that namespace's
         ServingRuntimes, every ClusterServingRuntime, model configs as `model_config` says
         (then `resolver`, e.g. the Hub cache)."""
@@ -191,9 +204,11 @@ class ClusterContext:
                 cfg = resolver(model)
             return cfg
 
-        return ReadContext(serving_runtimes=dict(self.serving_runtimes.get(ns, {})),
-                           cluster_serving_runtimes=self.cluster_serving_runtimes,
-                           model_resolver=resolve)
+        return ReadContext(
+            serving_runtimes=dict(self.serving_runtimes.get(ns, {})),
+            cluster_serving_runtimes=self.cluster_serving_runtimes,
+            model_resolver=resolve,
+        )
 
 
 def limit_range_maxima(items: Iterable[Any]) -> dict[str, int]:

@@ -41,12 +41,26 @@ class ContainerDecision:
     levers: list[tuple[str, str]] = field(default_factory=list)
 
 
-def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGeometry | None,
-                     settings: EngineSettings | None, policy: PolicySettings, mode: Mode,
-                     headroom: float, cannot_size: str | None = None) -> ContainerDecision:
-    d = ContainerDecision(workload=w, verdict="allow", reason="fits", mode=mode,
-                          limit_before=w.limit_bytes, request_before=w.request_bytes,
-                          limit_after=w.limit_bytes, request_after=w.request_bytes)
+def decide_container(
+    w: Workload,
+    report: MemoryReport | None,
+    geometry: ModelGeometry | None,
+    settings: EngineSettings | None,
+    policy: PolicySettings,
+    mode: Mode,
+    headroom: float,
+    cannot_size: str | None = None,
+) -> ContainerDecision:
+    d = ContainerDecision(
+        workload=w,
+        verdict="allow",
+        reason="fits",
+        mode=mode,
+        limit_before=w.limit_bytes,
+        request_before=w.request_bytes,
+        limit_after=w.limit_bytes,
+        request_after=w.request_bytes,
+    )
     if w.skip_reason or mode == "off":
         d.verdict, d.reason = "skip", "skipped"
         d.message = w.skip_reason or "vllm-sizer mode is off"
@@ -82,8 +96,10 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
             d.pin_kv_gib = policy.pin_cpu_kv_gib
             if geometry is not None and settings is not None:
                 # estimate the object as it will be after the pin, so a re-review agrees
-                report = build_report(geometry, settings.model_copy(
-                    update={"cpu_kvcache_space_gib": policy.pin_cpu_kv_gib}))
+                report = build_report(
+                    geometry,
+                    settings.model_copy(update={"cpu_kvcache_space_gib": policy.pin_cpu_kv_gib}),
+                )
                 d.report = report
         elif mode == "enforce":
             d.verdict, d.reason = "deny", "kv-auto-sized"
@@ -103,15 +119,21 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
         d.warnings.append(messages.gpu_does_not_fit(w, report))
 
     limit = w.limit_bytes
-    if ceiling is not None and needed > ceiling and (limit is None or limit < needed) \
-            and mode in ("mutate", "enforce"):
+    if (
+        ceiling is not None
+        and needed > ceiling
+        and (limit is None or limit < needed)
+        and mode in ("mutate", "enforce")
+    ):
         d.verdict, d.reason = "deny", ceiling_name
         d.message = messages.over_ceiling(w, report, needed, ceiling, ceiling_name)
         # what fits must still fit after headroom and rounding are added
         room = (ceiling // policy.rounding_bytes * policy.rounding_bytes) / (1 + headroom)
         d.fitting_tokens = _fitting_tokens(geometry, settings, int(room), report)
         if d.fitting_tokens:
-            d.message += messages.fitting_hint(d.fitting_tokens, ceiling).replace(", or set", "; set")
+            d.message += messages.fitting_hint(d.fitting_tokens, ceiling).replace(
+                ", or set", "; set"
+            )
         else:
             d.levers = _levers(geometry, settings, int(room), report)
             d.message += "; " + messages.levers_hint(d.levers, ceiling)
@@ -144,8 +166,11 @@ def decide_container(w: Workload, report: MemoryReport | None, geometry: ModelGe
 
 
 def _finish(d: ContainerDecision) -> ContainerDecision:
-    changed = (d.limit_after != d.limit_before or d.request_after != d.request_before
-               or d.pin_kv_gib is not None)
+    changed = (
+        d.limit_after != d.limit_before
+        or d.request_after != d.request_before
+        or d.pin_kv_gib is not None
+    )
     if changed:
         d.verdict = "mutate"
     d.message = messages.decision_text(d)
@@ -157,8 +182,10 @@ def _finish(d: ContainerDecision) -> ContainerDecision:
 
 
 def _ceiling(policy: PolicySettings) -> tuple[int | None, str]:
-    candidates = [(policy.limit_range_max_bytes, "over-limitrange"),
-                  (policy.largest_node_memory_bytes, "over-node")]
+    candidates = [
+        (policy.limit_range_max_bytes, "over-limitrange"),
+        (policy.largest_node_memory_bytes, "over-node"),
+    ]
     present = [(v, n) for v, n in candidates if v]
     if not present:
         return None, ""
@@ -168,13 +195,18 @@ def _ceiling(policy: PolicySettings) -> tuple[int | None, str]:
 def _pinned(settings: EngineSettings, report: MemoryReport) -> EngineSettings:
     """The settings with an auto-sized CPU KV cache fixed at the size the report assumed."""
     if report.kv_cache_auto_sized and report.resolved.cpu_kv_cache_bytes:
-        return settings.model_copy(update={
-            "cpu_kvcache_space_gib": report.resolved.cpu_kv_cache_bytes / 1024**3})
+        return settings.model_copy(
+            update={"cpu_kvcache_space_gib": report.resolved.cpu_kv_cache_bytes / 1024**3}
+        )
     return settings
 
 
-def _levers(geometry: ModelGeometry | None, settings: EngineSettings | None,
-            limit: int | None, report: MemoryReport) -> list[tuple[str, str]]:
+def _levers(
+    geometry: ModelGeometry | None,
+    settings: EngineSettings | None,
+    limit: int | None,
+    report: MemoryReport,
+) -> list[tuple[str, str]]:
     """The single changes that fit `limit` when no --max-num-batched-tokens does (the same
     inverse as the token hint: estimator/inverse.py)."""
     if not (geometry and settings and limit):
@@ -187,8 +219,12 @@ def _levers(geometry: ModelGeometry | None, settings: EngineSettings | None,
         return []
 
 
-def _fitting_tokens(geometry: ModelGeometry | None, settings: EngineSettings | None,
-                    limit: int | None, report: MemoryReport) -> int | None:
+def _fitting_tokens(
+    geometry: ModelGeometry | None,
+    settings: EngineSettings | None,
+    limit: int | None,
+    report: MemoryReport,
+) -> int | None:
     """Largest --max-num-batched-tokens whose estimate fits `limit` (LoRA on only)."""
     if not (geometry and settings and limit and report.resolved.enable_lora):
         return None
@@ -196,10 +232,12 @@ def _fitting_tokens(geometry: ModelGeometry | None, settings: EngineSettings | N
 
     pinned = settings
     if report.kv_cache_auto_sized and report.resolved.cpu_kv_cache_bytes:
-        pinned = settings.model_copy(update={
-            "cpu_kvcache_space_gib": report.resolved.cpu_kv_cache_bytes / 1024**3})
-    tokens = max_batched_tokens_within(geometry, pinned, limit,
-                                       ceiling=report.resolved.max_num_batched_tokens)
+        pinned = settings.model_copy(
+            update={"cpu_kvcache_space_gib": report.resolved.cpu_kv_cache_bytes / 1024**3}
+        )
+    tokens = max_batched_tokens_within(
+        geometry, pinned, limit, ceiling=report.resolved.max_num_batched_tokens
+    )
     if tokens is None or tokens >= report.resolved.max_num_batched_tokens:
         return None
     return tokens

@@ -16,12 +16,18 @@ def container_memory_max(limit_ranges: Iterable[Any]) -> dict[str, int]:
     for lr in limit_ranges:
         if not isinstance(lr, dict):
             continue
-        ns = (lr.get("metadata") or {}).get("namespace") if isinstance(lr.get("metadata"), dict) else None
+        ns = (
+            (lr.get("metadata") or {}).get("namespace")
+            if isinstance(lr.get("metadata"), dict)
+            else None
+        )
         spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
         for item in spec.get("limits") or []:
             if not isinstance(item, dict) or item.get("type", "Container") != "Container":
                 continue
-            raw = (item.get("max") or {}).get("memory") if isinstance(item.get("max"), dict) else None
+            raw = (
+                (item.get("max") or {}).get("memory") if isinstance(item.get("max"), dict) else None
+            )
             if raw is None or not ns:
                 continue
             try:

@@ -44,18 +44,29 @@ def levers_hint(levers: list[tuple[str, str]], limit: int) -> str:
     """What else fits when no --max-num-batched-tokens does (the base alone is over the limit):
     each single change at its largest fitting value."""
     if not levers:
-        return (f"no --max-num-batched-tokens, KV cache size, LoRA rank, --max-loras or "
-                f"--max-model-len alone fits {gi(limit)}")
-    options = " or ".join(f"{what}={value}" if what.startswith("env ") else f"{what} {value}"
-                          for what, value in levers)
+        return (
+            f"no --max-num-batched-tokens, KV cache size, LoRA rank, --max-loras or "
+            f"--max-model-len alone fits {gi(limit)}"
+        )
+    options = " or ".join(
+        f"{what}={value}" if what.startswith("env ") else f"{what} {value}"
+        for what, value in levers
+    )
     return f"no --max-num-batched-tokens fits {gi(limit)}, but {options} does"
 
 
-def undersized(w: Workload, report: MemoryReport, needed: int, fitting: int | None,
-               levers: list[tuple[str, str]] | None = None) -> str:
-    msg = (f"vllm-sizer: {_who(w)}: memory limit {gi(w.limit_bytes)} is below the estimated "
-           f"peak {gi(report.total_memory_bytes)} ({_terms(report)}); set resources.limits.memory "
-           f"to at least {gi(needed)}")
+def undersized(
+    w: Workload,
+    report: MemoryReport,
+    needed: int,
+    fitting: int | None,
+    levers: list[tuple[str, str]] | None = None,
+) -> str:
+    msg = (
+        f"vllm-sizer: {_who(w)}: memory limit {gi(w.limit_bytes)} is below the estimated "
+        f"peak {gi(report.total_memory_bytes)} ({_terms(report)}); set resources.limits.memory "
+        f"to at least {gi(needed)}"
+    )
     if fitting:
         msg += fitting_hint(fitting, w.limit_bytes or 0)
     elif levers is not None:
@@ -65,32 +76,46 @@ def undersized(w: Workload, report: MemoryReport, needed: int, fitting: int | No
 
 def undersized_warning(w: Workload, report: MemoryReport, needed: int, fitting: int | None) -> str:
     if w.limit_bytes is None:
-        return (f"{w.container}: no memory limit; estimated peak {gi(report.total_memory_bytes)}, "
-                f"suggest {gi(needed)}")
-    msg = (f"{w.container}: limit {gi(w.limit_bytes)} < estimated peak "
-           f"{gi(report.total_memory_bytes)}; needs {gi(needed)}")
+        return (
+            f"{w.container}: no memory limit; estimated peak {gi(report.total_memory_bytes)}, "
+            f"suggest {gi(needed)}"
+        )
+    msg = (
+        f"{w.container}: limit {gi(w.limit_bytes)} < estimated peak "
+        f"{gi(report.total_memory_bytes)}; needs {gi(needed)}"
+    )
     if fitting:
         msg += f" or --max-num-batched-tokens {fitting}"
     return msg
 
 
 def over_ceiling(w: Workload, report: MemoryReport, needed: int, ceiling: int, reason: str) -> str:
-    what = "the namespace LimitRange max" if reason == "over-limitrange" else "the largest node's memory"
-    return (f"vllm-sizer: {_who(w)}: needs {gi(needed)} (estimated peak "
-            f"{gi(report.total_memory_bytes)}: {_terms(report)}), above {what} {gi(ceiling)}, "
-            "so the pod could never run")
+    what = (
+        "the namespace LimitRange max"
+        if reason == "over-limitrange"
+        else "the largest node's memory"
+    )
+    return (
+        f"vllm-sizer: {_who(w)}: needs {gi(needed)} (estimated peak "
+        f"{gi(report.total_memory_bytes)}: {_terms(report)}), above {what} {gi(ceiling)}, "
+        "so the pod could never run"
+    )
 
 
 def kv_auto_sized(w: Workload, report: MemoryReport, pin_gib: float) -> str:
-    return (f"vllm-sizer: {_who(w)}: vLLM {report.resolved.version} on CPU sizes its KV cache from "
-            "the memory limit when VLLM_CPU_KVCACHE_SPACE is unset, so no limit leaves room for "
-            f"the LoRA prefill scratch; set env VLLM_CPU_KVCACHE_SPACE (e.g. {pin_gib:g}) and a "
-            f"limit of at least {gi(report.total_memory_bytes)}")
+    return (
+        f"vllm-sizer: {_who(w)}: vLLM {report.resolved.version} on CPU sizes its KV cache from "
+        "the memory limit when VLLM_CPU_KVCACHE_SPACE is unset, so no limit leaves room for "
+        f"the LoRA prefill scratch; set env VLLM_CPU_KVCACHE_SPACE (e.g. {pin_gib:g}) and a "
+        f"limit of at least {gi(report.total_memory_bytes)}"
+    )
 
 
 def kv_auto_sized_warning(report: MemoryReport, pin_gib: float) -> str:
-    return (f"VLLM_CPU_KVCACHE_SPACE unset: vLLM {report.resolved.version} grows the KV cache to "
-            f"the limit; set it (e.g. {pin_gib:g})")
+    return (
+        f"VLLM_CPU_KVCACHE_SPACE unset: vLLM {report.resolved.version} grows the KV cache to "
+        f"the limit; set it (e.g. {pin_gib:g})"
+    )
 
 
 def kv_pinned_warning(pin_gib: float) -> str:
@@ -98,9 +123,11 @@ def kv_pinned_warning(pin_gib: float) -> str:
 
 
 def gpu_does_not_fit(w: Workload, report: MemoryReport) -> str:
-    return (f"vllm-sizer: {_who(w)}: the model does not fit the GPU memory "
-            f"({gi(report.device_memory_bytes)} budget per GPU); use more GPUs "
-            "(--tensor-parallel-size), a smaller --max-model-len or a quantized model")
+    return (
+        f"vllm-sizer: {_who(w)}: the model does not fit the GPU memory "
+        f"({gi(report.device_memory_bytes)} budget per GPU); use more GPUs "
+        "(--tensor-parallel-size), a smaller --max-model-len or a quantized model"
+    )
 
 
 def kv_env_unknown_why(w: Workload) -> str:
@@ -108,8 +135,10 @@ def kv_env_unknown_why(w: Workload) -> str:
         source = "valueFrom"
     else:
         source = "envFrom (" + ", ".join(w.env_from) + ")"
-    return (f"{KV_ENV_NAME} may be set by {source}, so the CPU KV cache size is unknown and "
-            "vllm-sizer does not pin it; set it as a literal env value (it wins over envFrom)")
+    return (
+        f"{KV_ENV_NAME} may be set by {source}, so the CPU KV cache size is unknown and "
+        "vllm-sizer does not pin it; set it as a literal env value (it wins over envFrom)"
+    )
 
 
 def cannot_patch(w: Workload, report: MemoryReport | None, why: str) -> str:
@@ -118,8 +147,10 @@ def cannot_patch(w: Workload, report: MemoryReport | None, why: str) -> str:
 
 
 def immutable_template(kind: str) -> str:
-    return (f"an existing {kind}'s pod template is immutable: vllm-sizer changes it only on "
-            "CREATE (decided as warn)")
+    return (
+        f"an existing {kind}'s pod template is immutable: vllm-sizer changes it only on "
+        "CREATE (decided as warn)"
+    )
 
 
 def cannot_size(w: Workload, why: str) -> str:

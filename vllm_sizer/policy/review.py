@@ -14,8 +14,14 @@ import jsonpatch
 from ..estimator import EstimatorError, ModelGeometry, build_report
 from ..estimator.catalog import cached_geometry
 from ..estimator.units import GiB
-from ..workloads.model import (ANNOTATION_HEADROOM, ANNOTATION_MODE, ANNOTATION_SKIP,
-                               SIZED_LABEL, ReadContext, Workload)
+from ..workloads.model import (
+    ANNOTATION_HEADROOM,
+    ANNOTATION_MODE,
+    ANNOTATION_SKIP,
+    SIZED_LABEL,
+    ReadContext,
+    Workload,
+)
 from ..estimator.units import to_quantity as format_quantity
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
@@ -40,16 +46,20 @@ TEMPLATE_LABELS: dict[str, tuple[str, ...]] = {
     "CronJob": ("/spec/jobTemplate/spec/template/metadata/labels",),
     "Pod": ("/metadata/labels",),
     "ReplicationController": ("/spec/template/metadata/labels",),
-    "LeaderWorkerSet": ("/spec/leaderWorkerTemplate/leaderTemplate/metadata/labels",
-                        "/spec/leaderWorkerTemplate/workerTemplate/metadata/labels"),
+    "LeaderWorkerSet": (
+        "/spec/leaderWorkerTemplate/leaderTemplate/metadata/labels",
+        "/spec/leaderWorkerTemplate/workerTemplate/metadata/labels",
+    ),
     "InferenceService": ("/spec/predictor/labels",),
 }
 # Label value on the templates of an object created with vllm-sizer.io/skip (or mode off) on
 # it: its pods are then left alone by the pod-level webhook too.
 SKIPPED_LABEL_VALUE = "skip"
 SKIP_ANNOTATION_REASON = f"{ANNOTATION_SKIP} annotation"  # the reader's skip_reason for it
-NOT_PATCHABLE = ("not changed: this object cannot carry the container's memory limit (see the "
-                 "reader's note); its pods are sized when they are created")
+NOT_PATCHABLE = (
+    "not changed: this object cannot carry the container's memory limit (see the "
+    "reader's note); its pods are sized when they are created"
+)
 
 
 @dataclass
@@ -132,8 +142,9 @@ class _PatchBuilder:
         current = self.added[pointer] if pointer in self.added else _step(node, parts[-1])
         if current == value:
             return
-        self.ops.append({"op": "add" if current is None else "replace", "path": pointer,
-                         "value": value})
+        self.ops.append(
+            {"op": "add" if current is None else "replace", "path": pointer, "value": value}
+        )
         self.added[pointer] = value
 
     def remove(self, pointer: str) -> None:
@@ -167,14 +178,18 @@ def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[str,
         if str(raw_mode).strip().lower() in MODES:
             mode = str(raw_mode).strip().lower()
         else:
-            warnings.append(f"{ANNOTATION_MODE}={raw_mode!r} is not one of {', '.join(MODES)}: ignored")
+            warnings.append(
+                f"{ANNOTATION_MODE}={raw_mode!r} is not one of {', '.join(MODES)}: ignored"
+            )
     headroom = policy.headroom
     raw_h = ann.get(ANNOTATION_HEADROOM)
     if raw_h is not None:
         try:
             headroom = parse_headroom(str(raw_h))
         except ValueError:
-            warnings.append(f"{ANNOTATION_HEADROOM}={raw_h!r} is not a fraction or percentage: ignored")
+            warnings.append(
+                f"{ANNOTATION_HEADROOM}={raw_h!r} is not a fraction or percentage: ignored"
+            )
     if str(ann.get(ANNOTATION_SKIP, "")).lower() == "true":
         mode = "off"
     return mode, headroom, warnings
@@ -184,12 +199,21 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
     if w.settings is None:
         return None, None, "the vLLM command line could not be read"
     if w.model_config is None:
-        return None, None, (f"unknown model '{w.model or '?'}': add its config.json as the "
-                            "vllm-sizer.io/model-config annotation or a ConfigMap labelled "
-                            "vllm-sizer.io/model-configs=true")
+        return (
+            None,
+            None,
+            (
+                f"unknown model '{w.model or '?'}': add its config.json as the "
+                "vllm-sizer.io/model-config annotation or a ConfigMap labelled "
+                "vllm-sizer.io/model-configs=true"
+            ),
+        )
     try:
-        geometry = cached_geometry(w.model_config) if w.model_config_source == "catalog" \
+        geometry = (
+            cached_geometry(w.model_config)
+            if w.model_config_source == "catalog"
             else ModelGeometry.from_hf_config(w.model_config)
+        )
         report = build_report(geometry, w.settings)
         if w.model_note:  # the geometry was taken by a name rule: the report says so
             report = report.model_copy(update={"notes": [w.model_note, *report.notes]})
@@ -201,8 +225,9 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
         return None, None, f"the estimate cannot be computed ({type(exc).__name__}: {exc})"
 
 
-def _estimate_largest(w: Workload) -> tuple[Workload, Any, ModelGeometry | None, str | None,
-                                            str | None]:
+def _estimate_largest(
+    w: Workload,
+) -> tuple[Workload, Any, ModelGeometry | None, str | None, str | None]:
     """A container with several vLLM invocations (a script's branches) is sized by the one
     with the largest estimate; the note names it and the alternatives."""
     report, geometry, why = _estimate(w)
@@ -218,15 +243,21 @@ def _estimate_largest(w: Workload) -> tuple[Workload, Any, ModelGeometry | None,
         return f"{r[0].model or '?'} [{inv}] ({size})"
 
     others = [label(r) for r in results if r is not best]
-    note = (f"{len(results)} vLLM invocations in this container (a script's branches): sized "
-            f"the largest estimate, {label(best)}; alternatives: {'; '.join(others)}")
+    note = (
+        f"{len(results)} vLLM invocations in this container (a script's branches): sized "
+        f"the largest estimate, {label(best)}; alternatives: {'; '.join(others)}"
+    )
     return best[0], best[1], best[2], best[3], note
 
 
-def review_object(obj: Any, context: ReadContext | None = None,
-                  policy: PolicySettings | None = None,
-                  read: Callable[..., list[Workload]] | None = None,
-                  label_pods: bool = False, operation: str = "CREATE") -> ObjectDecision:
+def review_object(
+    obj: Any,
+    context: ReadContext | None = None,
+    policy: PolicySettings | None = None,
+    read: Callable[..., list[Workload]] | None = None,
+    label_pods: bool = False,
+    operation: str = "CREATE",
+) -> ObjectDecision:
     """Decide one object. Never raises for bad input: a non-vLLM or unreadable object gets
     verdict "allow" with no containers and no patch. `label_pods` (a CREATE) puts the
     vllm-sizer.io/sized label on the pod templates of a sized object; a mutation does so
@@ -239,9 +270,13 @@ def review_object(obj: Any, context: ReadContext | None = None,
         from ..workloads.reader import read_workloads as read
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     meta = meta if isinstance(meta, dict) else {}
-    result = ObjectDecision(kind=str(obj.get("kind", "")) if isinstance(obj, dict) else "",
-                            namespace=meta.get("namespace"), name=str(meta.get("name", "")),
-                            verdict="allow", containers=[])
+    result = ObjectDecision(
+        kind=str(obj.get("kind", "")) if isinstance(obj, dict) else "",
+        namespace=meta.get("namespace"),
+        name=str(meta.get("name", "")),
+        verdict="allow",
+        containers=[],
+    )
     if not isinstance(obj, dict):
         return result
     workloads = read(obj, context)
@@ -277,9 +312,14 @@ def review_object(obj: Any, context: ReadContext | None = None,
         result.warnings.extend(d.warnings)
     if result.verdict != "deny":
         result.patch, result.annotations = _patch(obj, result, label_pods)
-        if label_pods and not result.patch and mode == "off" and policy.mode != "off" \
-                and result.kind != "Pod" \
-                and all(w.skip_reason in (None, SKIP_ANNOTATION_REASON) for w in workloads):
+        if (
+            label_pods
+            and not result.patch
+            and mode == "off"
+            and policy.mode != "off"
+            and result.kind != "Pod"
+            and all(w.skip_reason in (None, SKIP_ANNOTATION_REASON) for w in workloads)
+        ):
             # created with vllm-sizer.io/skip or mode off: its pods must be left alone too
             pb = _PatchBuilder(obj)
             _label_templates(pb, obj, workloads, SKIPPED_LABEL_VALUE)
@@ -294,15 +334,18 @@ def _template_immutable(obj: dict[str, Any]) -> bool:
     return (kind == "Job" and api.startswith("batch/")) or (kind == "Pod" and api == "v1")
 
 
-def _patch(obj: dict[str, Any], result: ObjectDecision,
-           label_pods: bool = False) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def _patch(
+    obj: dict[str, Any], result: ObjectDecision, label_pods: bool = False
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
     pb = _PatchBuilder(obj)
     patchable = [d for d in result.containers if d.workload.patchable]
     for d in patchable:
         w = d.workload
-        changes = (d.limit_after is not None and d.limit_after != d.limit_before) or \
-            (d.request_after is not None and d.request_after != d.request_before) or \
-            d.pin_kv_gib is not None
+        changes = (
+            (d.limit_after is not None and d.limit_after != d.limit_before)
+            or (d.request_after is not None and d.request_after != d.request_before)
+            or d.pin_kv_gib is not None
+        )
         if changes and not isinstance(pb.get(w.container_path), dict):
             # a container the object does not hold yet (an LLMInferenceService's `main`, which
             # KServe merges by name with its config's): add it, named, once
@@ -329,6 +372,7 @@ def _label_pointers(obj: dict[str, Any], workloads: list[Workload] | None) -> li
     pointers = list(TEMPLATE_LABELS.get(str(obj.get("kind")), ()))
     if workloads is None:
         from ..workloads.reader import read_workloads
+
         workloads = read_workloads(obj)
     for w in workloads:
         if w.patchable and w.labels_path and w.labels_path not in pointers:
@@ -336,8 +380,12 @@ def _label_pointers(obj: dict[str, Any], workloads: list[Workload] | None) -> li
     return pointers
 
 
-def _label_templates(pb: _PatchBuilder, obj: dict[str, Any],
-                     workloads: list[Workload] | None = None, value: str = "true") -> None:
+def _label_templates(
+    pb: _PatchBuilder,
+    obj: dict[str, Any],
+    workloads: list[Workload] | None = None,
+    value: str = "true",
+) -> None:
     for pointer in _label_pointers(obj, workloads):
         # the object the labels belong to: a PodTemplateSpec (…/metadata/labels), a Dynamo
         # service (…/extraPodMetadata/labels) or a KServe predictor (…/labels)
@@ -388,33 +436,53 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
     if not sized:
         if not result.containers or not any(k in existing for k in OUR_ANNOTATIONS):
             return {}  # never sized: nothing of ours to correct
-        if all(d.workload.skip_reason and ANNOTATION_SKIP not in d.workload.skip_reason
-               for d in result.containers):
+        if all(
+            d.workload.skip_reason and ANNOTATION_SKIP not in d.workload.skip_reason
+            for d in result.containers
+        ):
             return {}  # sized elsewhere (its owner, or the template it came from): keep them
         single = len(result.containers) == 1
         unsized: dict[str, str | None] = {k: None for k in OUR_ANNOTATIONS}
         unsized[A_DECISION] = "; ".join(
             (f"{d.workload.container}: " if not single else "") + _unsized_text(d)
-            for d in result.containers)
+            for d in result.containers
+        )
         return {k: v for k, v in unsized.items() if existing.get(k) != v}
     single = len(sized) == 1
-    estimate = (messages.gi(sized[0].report.total_memory_bytes) if single else
-                ",".join(f"{d.workload.container}={messages.gi(d.report.total_memory_bytes)}" for d in sized))
-    breakdown = {d.workload.container: {t.name: round(t.bytes / GiB, 2) for t in d.report.terms
-                                        if t.bytes and t.enters != "device"} for d in sized}
+    estimate = (
+        messages.gi(sized[0].report.total_memory_bytes)
+        if single
+        else ",".join(
+            f"{d.workload.container}={messages.gi(d.report.total_memory_bytes)}" for d in sized
+        )
+    )
+    breakdown = {
+        d.workload.container: {
+            t.name: round(t.bytes / GiB, 2)
+            for t in d.report.terms
+            if t.bytes and t.enters != "device"
+        }
+        for d in sized
+    }
     notes = " | ".join(dict.fromkeys(n for d in sized for n in d.report.notes))
     from .. import __version__
+
     desired: dict[str, str | None] = {
         A_ESTIMATE: estimate,
         A_BREAKDOWN: json.dumps(breakdown, separators=(",", ":"), sort_keys=True),
         A_NOTES: notes[:4000],
         A_VERSION: __version__,
     }
-    fresh = "; ".join((f"{d.workload.container}: " if not single else "") +
-                      messages.decision_text(d) for d in sized)
+    fresh = "; ".join(
+        (f"{d.workload.container}: " if not single else "") + messages.decision_text(d)
+        for d in sized
+    )
     before = existing.get(A_DECISION)
-    keep = (isinstance(before, str) and existing.get(A_ESTIMATE) == estimate
-            and _mutation_still_applies(before, sized, single))
+    keep = (
+        isinstance(before, str)
+        and existing.get(A_ESTIMATE) == estimate
+        and _mutation_still_applies(before, sized, single)
+    )
     desired[A_DECISION] = before if keep else fresh
     return {k: v for k, v in desired.items() if existing.get(k) != v}
 

@@ -15,7 +15,9 @@ def __getattr__(name: str) -> Any:
     # `vllm-sizer estimate` runs on the base install
     if name == "read_workloads":
         from .reader import read_workloads
+
         return read_workloads
     raise AttributeError(name)
+
 
 __all__ = ["ReadContext", "Workload", "format_quantity", "parse_quantity", "read_workloads"]

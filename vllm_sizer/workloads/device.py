@@ -11,12 +11,26 @@ from .vllm_args import Diagnostic
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB (GPU feature discovery)
-OTHER_ACCELERATORS = ("habana.ai/gaudi", "google.com/tpu", "aws.amazon.com/neuron",
-                      "intel.com/gpu", "gpu.intel.com/")
+OTHER_ACCELERATORS = (
+    "habana.ai/gaudi",
+    "google.com/tpu",
+    "aws.amazon.com/neuron",
+    "intel.com/gpu",
+    "gpu.intel.com/",
+)
 _MIG_RE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb$")
-ARG_DEVICES = {"cpu": "cpu", "cuda": "cuda", "gpu": "cuda", "rocm": "rocm", "hip": "rocm",
-               "tpu": "other", "xpu": "other", "hpu": "other", "neuron": "other",
-               "openvino": "other"}
+ARG_DEVICES = {
+    "cpu": "cpu",
+    "cuda": "cuda",
+    "gpu": "cuda",
+    "rocm": "rocm",
+    "hip": "rocm",
+    "tpu": "other",
+    "xpu": "other",
+    "hpu": "other",
+    "neuron": "other",
+    "openvino": "other",
+}
 
 
 @dataclass
@@ -64,8 +78,15 @@ def _label_values(pod_spec: dict, key: str) -> list[str]:
     return sorted(set(values))
 
 
-def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, str],
-                  resources: dict, pod_spec: dict, container: dict) -> DeviceFacts:
+def detect_device(
+    *,
+    image: str | None,
+    arg_device: str | None,
+    env: dict[str, str],
+    resources: dict,
+    pod_spec: dict,
+    container: dict,
+) -> DeviceFacts:
     facts = DeviceFacts()
     diags = facts.diagnostics
     limits = _dict(resources.get("limits"))
@@ -100,7 +121,9 @@ def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, s
     if accel is None and isinstance(runtime_class, str) and "nvidia" in runtime_class.lower():
         accel = "cuda"
         why.append(f"runtimeClassName {runtime_class}")
-    claims = _list(pod_spec.get("resourceClaims")) or _list(_dict(container.get("resources")).get("claims"))
+    claims = _list(pod_spec.get("resourceClaims")) or _list(
+        _dict(container.get("resources")).get("claims")
+    )
     if accel is None and claims:
         accel = "cuda"
         why.append("DRA resourceClaims")
@@ -111,8 +134,14 @@ def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, s
     if arg_device:
         explicit = ARG_DEVICES.get(arg_device.lower())
         if arg_device.lower() not in ("auto", "") and explicit is None:
-            diags.append(Diagnostic("warning", "unknown device; read from the pod spec instead",
-                                    "--device", arg_device))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    "unknown device; read from the pod spec instead",
+                    "--device",
+                    arg_device,
+                )
+            )
     if explicit == "cpu":
         cpu_why = "--device cpu"
     elif env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu":
@@ -127,26 +156,44 @@ def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, s
             # vllm/envs.py: VLLM_CPU_* configure only the CPU backend (KV cache space, OMP
             # thread binding, ...): set without any accelerator request, the pod is a CPU pod
             cpu_why = f"{', '.join(cpu_env)} set (vLLM's CPU backend settings)"
-            diags.append(Diagnostic("info", f"runs on CPU: {', '.join(cpu_env)} set and no "
-                                    "accelerator requested"))
+            diags.append(
+                Diagnostic(
+                    "info", f"runs on CPU: {', '.join(cpu_env)} set and no accelerator requested"
+                )
+            )
 
     if cpu_why:
         facts.device = "cpu"
         if accel and accel != "cpu":
-            diags.append(Diagnostic("warning", f"runs on CPU ({cpu_why}) although an accelerator "
-                                    f"is requested ({', '.join(why)}): the accelerator is unused"))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    f"runs on CPU ({cpu_why}) although an accelerator "
+                    f"is requested ({', '.join(why)}): the accelerator is unused",
+                )
+            )
     elif explicit:
         facts.device = explicit
     elif accel:
         facts.device = accel
     elif image_device(image):
         facts.device = image_device(image) or "unknown"
-        diags.append(Diagnostic("info", f"device {facts.device} from the image's build "
-                                f"({image}); no accelerator is requested in the pod spec"))
+        diags.append(
+            Diagnostic(
+                "info",
+                f"device {facts.device} from the image's build "
+                f"({image}); no accelerator is requested in the pod spec",
+            )
+        )
     else:
         facts.device = "unknown"
-        diags.append(Diagnostic("info", "device unknown (no CPU image, --device or accelerator "
-                                "request): sized without the CPU-only terms"))
+        diags.append(
+            Diagnostic(
+                "info",
+                "device unknown (no CPU image, --device or accelerator "
+                "request): sized without the CPU-only terms",
+            )
+        )
     if accel in ("cuda", "rocm") and count:
         facts.gpu_count = count
 
@@ -155,8 +202,13 @@ def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, s
         if len(products) == 1:
             facts.gpu_product = products[0]
         elif len(products) > 1:
-            diags.append(Diagnostic("info", f"several GPU products allowed ({', '.join(products)}): "
-                                    "defaults for an unknown GPU used"))
+            diags.append(
+                Diagnostic(
+                    "info",
+                    f"several GPU products allowed ({', '.join(products)}): "
+                    "defaults for an unknown GPU used",
+                )
+            )
         mems: list[int] = []
         for raw in _label_values(pod_spec, GPU_MEMORY_LABEL):
             try:
@@ -165,11 +217,15 @@ def detect_device(*, image: str | None, arg_device: str | None, env: dict[str, s
                     raise ValueError
                 mems.append(mib)
             except ValueError:
-                diags.append(Diagnostic("warning", "not a GPU memory size in MiB", GPU_MEMORY_LABEL, raw))
+                diags.append(
+                    Diagnostic("warning", "not a GPU memory size in MiB", GPU_MEMORY_LABEL, raw)
+                )
         if mems:
             facts.gpu_memory_bytes = min(mems) * 2**20
             if len(set(mems)) > 1:
-                diags.append(Diagnostic("info", "several GPU memory sizes allowed: the smallest used"))
+                diags.append(
+                    Diagnostic("info", "several GPU memory sizes allowed: the smallest used")
+                )
         elif mig_gb is not None:
             facts.gpu_memory_bytes = mig_gb * 2**30
             diags.append(Diagnostic("info", f"GPU memory from the MIG profile: about {mig_gb} GiB"))

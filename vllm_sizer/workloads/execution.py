@@ -43,25 +43,90 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "chrt": (frozenset({"-T", "-P", "-D"}), 1),
     "ionice": (frozenset({"-c", "--class", "-n", "--classdata"}), 0),
     "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
-    "numactl": (frozenset({"-N", "-m", "-C", "-i", "-p", "-P", "-w", "-b", "--cpunodebind",
-                           "--membind", "--physcpubind", "--interleave", "--preferred"}), 0),
+    "numactl": (
+        frozenset(
+            {
+                "-N",
+                "-m",
+                "-C",
+                "-i",
+                "-p",
+                "-P",
+                "-w",
+                "-b",
+                "--cpunodebind",
+                "--membind",
+                "--physcpubind",
+                "--interleave",
+                "--preferred",
+            }
+        ),
+        0,
+    ),
     "gosu": (frozenset(), 1),
     "su-exec": (frozenset(), 1),
-    "setpriv": (frozenset({"--reuid", "--regid", "--groups", "--inh-caps", "--ambient-caps",
-                           "--bounding-set", "--securebits", "--selinux-label",
-                           "--apparmor-profile"}), 0),
-    "sudo": (frozenset({"-u", "--user", "-g", "--group", "-C", "-D", "-h", "-p", "-r", "-t",
-                        "-U"}), 0),
-    "uvx": (frozenset({"--from", "--with", "--python", "-p", "--index", "--index-url",
-                       "--with-requirements", "--with-editable"}), 0),
+    "setpriv": (
+        frozenset(
+            {
+                "--reuid",
+                "--regid",
+                "--groups",
+                "--inh-caps",
+                "--ambient-caps",
+                "--bounding-set",
+                "--securebits",
+                "--selinux-label",
+                "--apparmor-profile",
+            }
+        ),
+        0,
+    ),
+    "sudo": (
+        frozenset({"-u", "--user", "-g", "--group", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}),
+        0,
+    ),
+    "uvx": (
+        frozenset(
+            {
+                "--from",
+                "--with",
+                "--python",
+                "-p",
+                "--index",
+                "--index-url",
+                "--with-requirements",
+                "--with-editable",
+            }
+        ),
+        0,
+    ),
     "pipx": (frozenset({"--spec", "--python", "--pip-args"}), 0),  # after `pipx run`
 }
 # `X run ...` launchers: X → options taking a value
 _RUNNERS: dict[str, frozenset[str]] = {
-    "uv": frozenset({"--with", "--with-requirements", "--with-editable", "--python", "-p",
-                     "--project", "--directory", "--env-file", "--extra", "--group",
-                     "--package", "--index", "--index-url", "--extra-index-url", "--from",
-                     "--only-group", "--no-group", "--config-file", "--cache-dir"}),
+    "uv": frozenset(
+        {
+            "--with",
+            "--with-requirements",
+            "--with-editable",
+            "--python",
+            "-p",
+            "--project",
+            "--directory",
+            "--env-file",
+            "--extra",
+            "--group",
+            "--package",
+            "--index",
+            "--index-url",
+            "--extra-index-url",
+            "--from",
+            "--only-group",
+            "--no-group",
+            "--config-file",
+            "--cache-dir",
+        }
+    ),
     "conda": frozenset({"-n", "--name", "-p", "--prefix", "--cwd"}),
     "mamba": frozenset({"-n", "--name", "-p", "--prefix", "--cwd"}),
     "micromamba": frozenset({"-n", "--name", "-p", "--prefix", "--cwd", "-r", "--root-prefix"}),
@@ -124,7 +189,7 @@ def executed(argv: list[str]) -> list[str]:
             j = _skip_options(argv, i + 2, _RUNNERS[prog])
             i = j
             continue
-        if prog in ("uv", "pipx") and argv[i + 1:i + 3] == ["tool", "run"]:
+        if prog in ("uv", "pipx") and argv[i + 1 : i + 3] == ["tool", "run"]:
             i = _skip_options(argv, i + 3, _WRAPPERS["uvx"][0])
             continue
         return argv[i:]

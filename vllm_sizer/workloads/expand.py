@@ -7,8 +7,9 @@ from typing import Callable
 from . import limits
 
 
-def kube_expand(text: str, lookup: Callable[[str], str | None],
-                cut: list[str] | None = None) -> tuple[str, list[str]]:
+def kube_expand(
+    text: str, lookup: Callable[[str], str | None], cut: list[str] | None = None
+) -> tuple[str, list[str]]:
     """Expand `$(VAR)` the way the kubelet expands command, args and env values: `$$` is a
     literal `$`, `$(VAR)` is replaced when VAR is known and kept literally otherwise, any other
     `$` is literal. Returns the text and the names that stayed unresolved.
@@ -44,16 +45,19 @@ def kube_expand(text: str, lookup: Callable[[str], str | None],
                 out.append("$(")
                 i += 2
                 continue
-            name = text[i + 2:close]
+            name = text[i + 2 : close]
             value = lookup(name)
             if value is None:
                 out.append(f"$({name})")
                 unresolved.append(name)
-            elif size + len(value) > limits.MAX_VALUE_CHARS or \
-                    not limits.current().take(len(value), f"$({name[:40]})"):
-                limits.current().note(f"$({name[:40]}) expands to more than "
-                                      f"{limits.MAX_VALUE_CHARS} characters (or past the "
-                                      "object's budget): left literal, its value unknown")
+            elif size + len(value) > limits.MAX_VALUE_CHARS or not limits.current().take(
+                len(value), f"$({name[:40]})"
+            ):
+                limits.current().note(
+                    f"$({name[:40]}) expands to more than "
+                    f"{limits.MAX_VALUE_CHARS} characters (or past the "
+                    "object's budget): left literal, its value unknown"
+                )
                 out.append(f"$({name})")
                 if cut is not None:
                     cut.append(name)

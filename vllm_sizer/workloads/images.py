@@ -31,8 +31,13 @@ ENTRYPOINT_TABLE: list[tuple[tuple[int, int, int], list[str]]] = [
 
 # Repository names (last path component) of vLLM's published images.
 VLLM_IMAGE_NAMES = {
-    "vllm-openai", "vllm-openai-cpu", "vllm-cpu", "vllm-cpu-release-repo", "vllm-openai-rocm",
-    "vllm-rocm", "vllm-openai-xpu",
+    "vllm-openai",
+    "vllm-openai-cpu",
+    "vllm-cpu",
+    "vllm-cpu-release-repo",
+    "vllm-openai-rocm",
+    "vllm-rocm",
+    "vllm-openai-xpu",
 }
 HF_SERVER_NAMES = {"huggingfaceserver", "huggingfaceserver-gpu"}
 
@@ -52,51 +57,110 @@ class VendorImage:
 
 _API = ("python3", "-m", "vllm.entrypoints.openai.api_server")
 VENDOR_IMAGES: tuple[VendorImage, ...] = (
-    VendorImage("llm-d/llm-d", ("python", "-m", "vllm.entrypoints.openai.api_server"), "cuda",
-                "llm-d/llm-d@0199edbf64cb6f53c42975dd016471524c6a0d0b:docker/Dockerfile.cuda"),
-    VendorImage("llm-d/llm-d-cuda", ("python", "-m", "vllm.entrypoints.openai.api_server"),
-                "cuda",
-                "llm-d/llm-d@0199edbf64cb6f53c42975dd016471524c6a0d0b:docker/Dockerfile.cuda"),
-    VendorImage("modh/vllm", _API, None,
-                "opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:Dockerfile.ubi "
-                "(vllm-openai stage; CUDA and ROCm builds share it)"),
-    VendorImage("rhaiis/vllm-cuda-rhel9", _API, "cuda",
-                "assumed from opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:"
-                "Dockerfile.ubi (the upstream of Red Hat's vLLM builds; not read for this image)"),
-    VendorImage("rhaiis/vllm-rocm-rhel9", _API, "rocm",
-                "assumed from opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:"
-                "Dockerfile.ubi (not read for this image)"),
-    VendorImage("opea/vllm", ("vllm", "serve"), "cpu",
-                "opea-project/GenAIComps docs: built from vllm-project/vllm's Dockerfile.cpu "
-                "(vllm-openai stage: ENTRYPOINT vllm serve in recent vLLM)"),
-    VendorImage("opea/vllm-cpu", ("vllm", "serve"), "cpu",
-                "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
-                "comps/third_parties/vllm/src/build_docker_vllm.sh (vllm docker/Dockerfile.cpu)"),
-    VendorImage("opea/vllm-gaudi", _API, "other",
-                "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
-                "comps/third_parties/vllm/src/build_docker_vllm.sh → HabanaAI/vllm-fork@"
-                "5c207d16f5ae7f73f7eff64facc61620bcaf5cdb:Dockerfile.hpu"),
-    VendorImage("habanaai/vllm-fork", _API, "other",
-                "HabanaAI/vllm-fork@5c207d16f5ae7f73f7eff64facc61620bcaf5cdb:Dockerfile.hpu"),
-    VendorImage("rocm/vllm", None, "rocm",
-                "ROCm/vllm@0004921e91151cef01a9c63c02413915fcb38504:docker/Dockerfile.rocm "
-                "(`final` stage: CMD /bin/bash, no ENTRYPOINT; only the `vllm-openai` stage, "
-                "vLLM's own vllm-openai-rocm, runs vllm serve; the stage is assumed)"),
-    VendorImage("rocm/vllm-dev", None, "rocm",
-                "ROCm/vllm@0004921e91151cef01a9c63c02413915fcb38504:docker/Dockerfile.rocm "
-                "(`final` stage assumed: CMD /bin/bash)"),
-    VendorImage("intel/vllm", ("vllm", "serve"), "other",
-                "vllm-project/vllm@05cb1bc2ae71c406574afe51f4cd91f2a33e2891:docker/Dockerfile.xpu "
-                "(vllm-openai stage; Intel's XPU builds assumed to use it)"),
-    VendorImage("lmcache/vllm-openai", ("vllm", "serve"), "cuda",
-                "LMCache/LMCache@0340e303bf46294001d96d12d0c952495ea41420:docker/Dockerfile "
-                "(FROM vllm/vllm-openai, ENTRYPOINT vllm serve)"),
-    VendorImage("kserve/huggingfaceserver", ("python3", "-m", "huggingfaceserver"), None,
-                "kserve/kserve@0000bfd8ede3ace813d7a1ac5f973f9f455d0dde:"
-                "python/huggingface_server.Dockerfile"),
-    VendorImage("kserve/huggingfaceserver-gpu", ("python3", "-m", "huggingfaceserver"), "cuda",
-                "kserve/kserve@0000bfd8ede3ace813d7a1ac5f973f9f455d0dde:"
-                "python/huggingface_server.Dockerfile"),
+    VendorImage(
+        "llm-d/llm-d",
+        ("python", "-m", "vllm.entrypoints.openai.api_server"),
+        "cuda",
+        "llm-d/llm-d@0199edbf64cb6f53c42975dd016471524c6a0d0b:docker/Dockerfile.cuda",
+    ),
+    VendorImage(
+        "llm-d/llm-d-cuda",
+        ("python", "-m", "vllm.entrypoints.openai.api_server"),
+        "cuda",
+        "llm-d/llm-d@0199edbf64cb6f53c42975dd016471524c6a0d0b:docker/Dockerfile.cuda",
+    ),
+    VendorImage(
+        "modh/vllm",
+        _API,
+        None,
+        "opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:Dockerfile.ubi "
+        "(vllm-openai stage; CUDA and ROCm builds share it)",
+    ),
+    VendorImage(
+        "rhaiis/vllm-cuda-rhel9",
+        _API,
+        "cuda",
+        "assumed from opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:"
+        "Dockerfile.ubi (the upstream of Red Hat's vLLM builds; not read for this image)",
+    ),
+    VendorImage(
+        "rhaiis/vllm-rocm-rhel9",
+        _API,
+        "rocm",
+        "assumed from opendatahub-io/vllm@0312316dd49ffd08feb37cfae9af3e754c5163d5:"
+        "Dockerfile.ubi (not read for this image)",
+    ),
+    VendorImage(
+        "opea/vllm",
+        ("vllm", "serve"),
+        "cpu",
+        "opea-project/GenAIComps docs: built from vllm-project/vllm's Dockerfile.cpu "
+        "(vllm-openai stage: ENTRYPOINT vllm serve in recent vLLM)",
+    ),
+    VendorImage(
+        "opea/vllm-cpu",
+        ("vllm", "serve"),
+        "cpu",
+        "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
+        "comps/third_parties/vllm/src/build_docker_vllm.sh (vllm docker/Dockerfile.cpu)",
+    ),
+    VendorImage(
+        "opea/vllm-gaudi",
+        _API,
+        "other",
+        "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
+        "comps/third_parties/vllm/src/build_docker_vllm.sh → HabanaAI/vllm-fork@"
+        "5c207d16f5ae7f73f7eff64facc61620bcaf5cdb:Dockerfile.hpu",
+    ),
+    VendorImage(
+        "habanaai/vllm-fork",
+        _API,
+        "other",
+        "HabanaAI/vllm-fork@5c207d16f5ae7f73f7eff64facc61620bcaf5cdb:Dockerfile.hpu",
+    ),
+    VendorImage(
+        "rocm/vllm",
+        None,
+        "rocm",
+        "ROCm/vllm@0004921e91151cef01a9c63c02413915fcb38504:docker/Dockerfile.rocm "
+        "(`final` stage: CMD /bin/bash, no ENTRYPOINT; only the `vllm-openai` stage, "
+        "vLLM's own vllm-openai-rocm, runs vllm serve; the stage is assumed)",
+    ),
+    VendorImage(
+        "rocm/vllm-dev",
+        None,
+        "rocm",
+        "ROCm/vllm@0004921e91151cef01a9c63c02413915fcb38504:docker/Dockerfile.rocm "
+        "(`final` stage assumed: CMD /bin/bash)",
+    ),
+    VendorImage(
+        "intel/vllm",
+        ("vllm", "serve"),
+        "other",
+        "vllm-project/vllm@05cb1bc2ae71c406574afe51f4cd91f2a33e2891:docker/Dockerfile.xpu "
+        "(vllm-openai stage; Intel's XPU builds assumed to use it)",
+    ),
+    VendorImage(
+        "lmcache/vllm-openai",
+        ("vllm", "serve"),
+        "cuda",
+        "LMCache/LMCache@0340e303bf46294001d96d12d0c952495ea41420:docker/Dockerfile "
+        "(FROM vllm/vllm-openai, ENTRYPOINT vllm serve)",
+    ),
+    VendorImage(
+        "kserve/huggingfaceserver",
+        ("python3", "-m", "huggingfaceserver"),
+        None,
+        "kserve/kserve@0000bfd8ede3ace813d7a1ac5f973f9f455d0dde:"
+        "python/huggingface_server.Dockerfile",
+    ),
+    VendorImage(
+        "kserve/huggingfaceserver-gpu",
+        ("python3", "-m", "huggingfaceserver"),
+        "cuda",
+        "kserve/kserve@0000bfd8ede3ace813d7a1ac5f973f9f455d0dde:"
+        "python/huggingface_server.Dockerfile",
+    ),
 )
 
 
@@ -121,6 +185,8 @@ def image_device(image: str | None) -> str | None:
     """The device a vendor image is built for (VENDOR_IMAGES), else None."""
     row = vendor_image(image)
     return row.device if row else None
+
+
 _VLLM_TAG_RE = re.compile(r"^v?(0\.\d+)(?:\.(\d+))?")
 
 
@@ -133,7 +199,7 @@ def split_image(image: str | None) -> tuple[str, str | None, str | None]:
     colon = ref.rfind(":")
     tag = None
     if colon > slash:
-        ref, tag = ref[:colon], ref[colon + 1:]
+        ref, tag = ref[:colon], ref[colon + 1 :]
     return ref, tag or None, digest or None
 
 
@@ -156,8 +222,15 @@ def is_cpu_image(image: str | None) -> bool:
     repo, tag, _ = split_image(image)
     name = repo.rsplit("/", 1)[-1].lower()
     t = (tag or "").lower()
-    return ("vllm-cpu" in name or name.endswith("-cpu") or "cpu-release" in name
-            or t.endswith("-cpu") or "-cpu-" in t or t == "cpu" or t.startswith("cpu-"))
+    return (
+        "vllm-cpu" in name
+        or name.endswith("-cpu")
+        or "cpu-release" in name
+        or t.endswith("-cpu")
+        or "-cpu-" in t
+        or t == "cpu"
+        or t.startswith("cpu-")
+    )
 
 
 def image_version(image: str | None) -> VllmVersion | None:

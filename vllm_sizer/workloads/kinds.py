@@ -49,91 +49,232 @@ _TEMPLATE = ("object.spec.template.spec",)
 
 KINDS: tuple[KindSpec, ...] = (
     # ---- Kubernetes built-ins (k8s.io/api apps/v1, batch/v1, core/v1 types)
-    KindSpec("", "v1", "pods", "Pod", ("v1",), ("object.spec",), operations=("CREATE",),
-             watched=False, source="k8s.io/api core/v1 Pod"),
-    KindSpec("apps", "v1", "deployments", "Deployment", ("apps/v1", "extensions/v1beta1",
-             "apps/v1beta1", "apps/v1beta2"), _TEMPLATE, source="k8s.io/api apps/v1"),
-    KindSpec("apps", "v1", "statefulsets", "StatefulSet", ("apps/v1", "apps/v1beta1",
-             "apps/v1beta2"), _TEMPLATE, pod_owner=True, source="k8s.io/api apps/v1"),
-    KindSpec("apps", "v1", "replicasets", "ReplicaSet", ("apps/v1", "extensions/v1beta1",
-             "apps/v1beta2"), _TEMPLATE, pod_owner=True, watched=False,
-             source="k8s.io/api apps/v1"),
-    KindSpec("apps", "v1", "daemonsets", "DaemonSet", ("apps/v1", "extensions/v1beta1",
-             "apps/v1beta2"), _TEMPLATE, pod_owner=True, source="k8s.io/api apps/v1"),
-    KindSpec("", "v1", "replicationcontrollers", "ReplicationController", ("v1",), _TEMPLATE,
-             pod_owner=True, source="k8s.io/api core/v1"),
-    KindSpec("batch", "v1", "jobs", "Job", ("batch/v1",), _TEMPLATE, pod_owner=True,
-             source="k8s.io/api batch/v1"),
-    KindSpec("batch", "v1", "cronjobs", "CronJob", ("batch/v1", "batch/v1beta1"),
-             ("object.spec.jobTemplate.spec.template.spec",), source="k8s.io/api batch/v1"),
+    KindSpec(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        ("v1",),
+        ("object.spec",),
+        operations=("CREATE",),
+        watched=False,
+        source="k8s.io/api core/v1 Pod",
+    ),
+    KindSpec(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        ("apps/v1", "extensions/v1beta1", "apps/v1beta1", "apps/v1beta2"),
+        _TEMPLATE,
+        source="k8s.io/api apps/v1",
+    ),
+    KindSpec(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        ("apps/v1", "apps/v1beta1", "apps/v1beta2"),
+        _TEMPLATE,
+        pod_owner=True,
+        source="k8s.io/api apps/v1",
+    ),
+    KindSpec(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        ("apps/v1", "extensions/v1beta1", "apps/v1beta2"),
+        _TEMPLATE,
+        pod_owner=True,
+        watched=False,
+        source="k8s.io/api apps/v1",
+    ),
+    KindSpec(
+        "apps",
+        "v1",
+        "daemonsets",
+        "DaemonSet",
+        ("apps/v1", "extensions/v1beta1", "apps/v1beta2"),
+        _TEMPLATE,
+        pod_owner=True,
+        source="k8s.io/api apps/v1",
+    ),
+    KindSpec(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        ("v1",),
+        _TEMPLATE,
+        pod_owner=True,
+        source="k8s.io/api core/v1",
+    ),
+    KindSpec(
+        "batch",
+        "v1",
+        "jobs",
+        "Job",
+        ("batch/v1",),
+        _TEMPLATE,
+        pod_owner=True,
+        source="k8s.io/api batch/v1",
+    ),
+    KindSpec(
+        "batch",
+        "v1",
+        "cronjobs",
+        "CronJob",
+        ("batch/v1", "batch/v1beta1"),
+        ("object.spec.jobTemplate.spec.template.spec",),
+        source="k8s.io/api batch/v1",
+    ),
     # ---- LeaderWorkerSet: kubernetes-sigs/lws api/leaderworkerset/v1
-    KindSpec("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet",
-             ("leaderworkerset.x-k8s.io/v1",),
-             ("object.spec.leaderWorkerTemplate.leaderTemplate.spec",
-              "object.spec.leaderWorkerTemplate.workerTemplate.spec"),
-             source="kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go"),
+    KindSpec(
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "leaderworkersets",
+        "LeaderWorkerSet",
+        ("leaderworkerset.x-k8s.io/v1",),
+        (
+            "object.spec.leaderWorkerTemplate.leaderTemplate.spec",
+            "object.spec.leaderWorkerTemplate.workerTemplate.spec",
+        ),
+        source="kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go",
+    ),
     # ---- KServe (kserve/kserve pkg/apis/serving): always sent, the predictor may name a
     # Hugging Face model with no "vllm" anywhere
-    KindSpec("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService",
-             ("serving.kserve.io/v1beta1",), always_send=True,
-             source="kserve/kserve pkg/apis/serving/v1beta1"),
-    KindSpec("serving.kserve.io", "v1alpha1", "llminferenceservices", "LLMInferenceService",
-             ("serving.kserve.io/v1alpha1", "serving.kserve.io/v1alpha2"), always_send=True,
-             source="kserve/kserve pkg/apis/serving/v1alpha1/llm_inference_service_types.go"),
+    KindSpec(
+        "serving.kserve.io",
+        "v1beta1",
+        "inferenceservices",
+        "InferenceService",
+        ("serving.kserve.io/v1beta1",),
+        always_send=True,
+        source="kserve/kserve pkg/apis/serving/v1beta1",
+    ),
+    KindSpec(
+        "serving.kserve.io",
+        "v1alpha1",
+        "llminferenceservices",
+        "LLMInferenceService",
+        ("serving.kserve.io/v1alpha1", "serving.kserve.io/v1alpha2"),
+        always_send=True,
+        source="kserve/kserve pkg/apis/serving/v1alpha1/llm_inference_service_types.go",
+    ),
     # ---- Knative Service: spec.template is a RevisionTemplateSpec (a pod spec)
-    KindSpec("serving.knative.dev", "v1", "services", "Service", ("serving.knative.dev/v1",),
-             _TEMPLATE,
-             source="knative/serving@98e5ef90aa7033797aa0a61ef97f3ff7e49a3944:"
-                    "pkg/apis/serving/v1/service_types.go"),
+    KindSpec(
+        "serving.knative.dev",
+        "v1",
+        "services",
+        "Service",
+        ("serving.knative.dev/v1",),
+        _TEMPLATE,
+        source="knative/serving@98e5ef90aa7033797aa0a61ef97f3ff7e49a3944:"
+        "pkg/apis/serving/v1/service_types.go",
+    ),
     # ---- KubeRay: head and worker group pod templates; RayService adds serveConfigV2
-    KindSpec("ray.io", "v1", "rayclusters", "RayCluster", ("ray.io/v1",), always_send=True,
-             pod_owner=True,
-             source="ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229:"
-                    "ray-operator/apis/ray/v1/raycluster_types.go"),
-    KindSpec("ray.io", "v1", "rayservices", "RayService", ("ray.io/v1",), always_send=True,
-             source="ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229:"
-                    "ray-operator/apis/ray/v1/rayservice_types.go, "
-                    "ray-operator/config/samples/ray-service.llm-serve.yaml"),
+    KindSpec(
+        "ray.io",
+        "v1",
+        "rayclusters",
+        "RayCluster",
+        ("ray.io/v1",),
+        always_send=True,
+        pod_owner=True,
+        source="ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229:"
+        "ray-operator/apis/ray/v1/raycluster_types.go",
+    ),
+    KindSpec(
+        "ray.io",
+        "v1",
+        "rayservices",
+        "RayService",
+        ("ray.io/v1",),
+        always_send=True,
+        source="ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229:"
+        "ray-operator/apis/ray/v1/rayservice_types.go, "
+        "ray-operator/config/samples/ray-service.llm-serve.yaml",
+    ),
     # ---- AIBrix orchestration: RayClusterFleet (a RayCluster template), StormService (roles)
-    KindSpec("orchestration.aibrix.ai", "v1alpha1", "rayclusterfleets", "RayClusterFleet",
-             ("orchestration.aibrix.ai/v1alpha1",), always_send=True,
-             source="vllm-project/aibrix@e3e10f9e4aebe9aac5e7d992fb87d2648e01628b:"
-                    "api/orchestration/v1alpha1/rayclusterfleet_types.go, "
-                    "config/samples/orchestration_v1alpha1_rayclusterfleet.yaml"),
-    KindSpec("orchestration.aibrix.ai", "v1alpha1", "stormservices", "StormService",
-             ("orchestration.aibrix.ai/v1alpha1",), always_send=True,
-             source="vllm-project/aibrix@e3e10f9e4aebe9aac5e7d992fb87d2648e01628b:"
-                    "api/orchestration/v1alpha1/stormservice_types.go, "
-                    "samples/disaggregation/vllm/1p1d.yaml"),
+    KindSpec(
+        "orchestration.aibrix.ai",
+        "v1alpha1",
+        "rayclusterfleets",
+        "RayClusterFleet",
+        ("orchestration.aibrix.ai/v1alpha1",),
+        always_send=True,
+        source="vllm-project/aibrix@e3e10f9e4aebe9aac5e7d992fb87d2648e01628b:"
+        "api/orchestration/v1alpha1/rayclusterfleet_types.go, "
+        "config/samples/orchestration_v1alpha1_rayclusterfleet.yaml",
+    ),
+    KindSpec(
+        "orchestration.aibrix.ai",
+        "v1alpha1",
+        "stormservices",
+        "StormService",
+        ("orchestration.aibrix.ai/v1alpha1",),
+        always_send=True,
+        source="vllm-project/aibrix@e3e10f9e4aebe9aac5e7d992fb87d2648e01628b:"
+        "api/orchestration/v1alpha1/stormservice_types.go, "
+        "samples/disaggregation/vllm/1p1d.yaml",
+    ),
     # ---- NVIDIA Dynamo: v1alpha1 services.<name>.extraPodSpec.mainContainer + resources;
     # v1beta1 components[].podTemplate
-    KindSpec("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment",
-             ("nvidia.com/v1alpha1", "nvidia.com/v1beta1"), always_send=True,
-             source="ai-dynamo/dynamo@967e177cc5754a5c26c038744fd02f435600954c:"
-                    "deploy/cloud/operator/api/v1alpha1/dynamocomponentdeployment_types.go, "
-                    "ai-dynamo/dynamo@6746518267deebdf9fabaa3b95ec2b01e37195ea:"
-                    "deploy/cloud/operator/api/v1alpha1/common.go, "
-                    "examples/backends/vllm/deploy/agg.yaml and v1beta1/agg.yaml"),
+    KindSpec(
+        "nvidia.com",
+        "v1alpha1",
+        "dynamographdeployments",
+        "DynamoGraphDeployment",
+        ("nvidia.com/v1alpha1", "nvidia.com/v1beta1"),
+        always_send=True,
+        source="ai-dynamo/dynamo@967e177cc5754a5c26c038744fd02f435600954c:"
+        "deploy/cloud/operator/api/v1alpha1/dynamocomponentdeployment_types.go, "
+        "ai-dynamo/dynamo@6746518267deebdf9fabaa3b95ec2b01e37195ea:"
+        "deploy/cloud/operator/api/v1alpha1/common.go, "
+        "examples/backends/vllm/deploy/agg.yaml and v1beta1/agg.yaml",
+    ),
     # ---- vLLM production-stack operator: deploymentConfig.resources.memory is the limit
-    KindSpec("production-stack.vllm.ai", "v1alpha1", "vllmruntimes", "VLLMRuntime",
-             ("production-stack.vllm.ai/v1alpha1",), always_send=True,
-             source="vllm-project/production-stack@a6c01db05f65f556235413ba8dbcfb0c01132fff:"
-                    "operator/api/v1alpha1/vllmruntime_types.go, "
-                    "operator/internal/controller/vllmruntime_controller.go"),
+    KindSpec(
+        "production-stack.vllm.ai",
+        "v1alpha1",
+        "vllmruntimes",
+        "VLLMRuntime",
+        ("production-stack.vllm.ai/v1alpha1",),
+        always_send=True,
+        source="vllm-project/production-stack@a6c01db05f65f556235413ba8dbcfb0c01132fff:"
+        "operator/api/v1alpha1/vllmruntime_types.go, "
+        "operator/internal/controller/vllmruntime_controller.go",
+    ),
     # ---- read only: the platform builds the pod, the CR carries no memory limit
-    KindSpec("kubeai.org", "v1", "models", "Model", ("kubeai.org/v1",), always_send=True,
-             served=False,
-             source="substratusai/kubeai@2f32ef498da629f96fd417ddfaaf22c28d40787e:"
-                    "api/k8s/v1/model_types.go, internal/modelcontroller/engine_vllm.go"),
-    KindSpec("kaito.sh", "v1beta1", "workspaces", "Workspace", ("kaito.sh/v1beta1",
-             "kaito.sh/v1alpha1"), always_send=True, served=False,
-             source="kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70:"
-                    "api/v1beta1/workspace_types.go"),
+    KindSpec(
+        "kubeai.org",
+        "v1",
+        "models",
+        "Model",
+        ("kubeai.org/v1",),
+        always_send=True,
+        served=False,
+        source="substratusai/kubeai@2f32ef498da629f96fd417ddfaaf22c28d40787e:"
+        "api/k8s/v1/model_types.go, internal/modelcontroller/engine_vllm.go",
+    ),
+    KindSpec(
+        "kaito.sh",
+        "v1beta1",
+        "workspaces",
+        "Workspace",
+        ("kaito.sh/v1beta1", "kaito.sh/v1alpha1"),
+        always_send=True,
+        served=False,
+        source="kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70:"
+        "api/v1beta1/workspace_types.go",
+    ),
 )
 
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}
 _BY_API: dict[tuple[str, str], KindSpec] = {
-    (api, k.kind): k for k in KINDS for api in k.api_versions}
+    (api, k.kind): k for k in KINDS for api in k.api_versions
+}
 
 
 def group_of(api_version: str) -> str:

@@ -42,8 +42,10 @@ STOCK_RUNTIMES: dict[str, dict[str, Any]] = {
             "image": "kserve/huggingfaceserver:latest",
             "command": ["python", "-m", "huggingfaceserver"],  # the image's ENTRYPOINT
             "args": ["--model_name={{.Name}}"],
-            "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
-                          "limits": {"cpu": "1", "memory": "2Gi"}},
+            "resources": {
+                "requests": {"cpu": "1", "memory": "2Gi"},
+                "limits": {"cpu": "1", "memory": "2Gi"},
+            },
         },
     },
     "vllm": {
@@ -53,28 +55,57 @@ STOCK_RUNTIMES: dict[str, dict[str, Any]] = {
             "image": "vllm/vllm-openai:latest",
             "command": ["python", "-m", "vllm.entrypoints.openai.api_server"],
             "args": ["--port=8080", "--served-model-name={{.Name}}", "--model=/mnt/models"],
-            "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
-                          "limits": {"cpu": "1", "memory": "2Gi"}},
+            "resources": {
+                "requests": {"cpu": "1", "memory": "2Gi"},
+                "limits": {"cpu": "1", "memory": "2Gi"},
+            },
         },
     },
 }
 
 # KServe model-server and Hugging Face server flags (name with underscores → takes a value).
 HF_FLAGS: dict[str, bool] = {
-    "model_name": True, "model_id": True, "model_dir": True, "model_revision": True,
-    "tokenizer_revision": True, "backend": True, "task": True, "max_length": True,
-    "max_model_len": True, "max_log_len": True,
-    "dtype": True, "disable_lower_case": False, "disable_special_tokens": False,
-    "trust_remote_code": False, "return_probabilities": False, "return_token_type_ids": False,
-    "return_raw_logits": False, "pooling": True, "http_port": True, "grpc_port": True,
-    "workers": True, "max_threads": True, "max_asyncio_workers": True, "enable_grpc": True,
-    "enable_docs_url": True, "enable_latency_logging": True, "configure_logging": True,
-    "log_config_file": True, "access_log_format": True, "predictor_host": True,
-    "predictor_protocol": True, "predictor_use_ssl": True,
-    "predictor_request_timeout_seconds": True, "predictor_request_retries": True,
-    "enable_predictor_health_check": False, "add_special_tokens": True,
-    "disable_log_requests": False, "tensor_input_names": True, "input_names": True,
-    "return_attention_mask": False, "kserve_storage": True,
+    "model_name": True,
+    "model_id": True,
+    "model_dir": True,
+    "model_revision": True,
+    "tokenizer_revision": True,
+    "backend": True,
+    "task": True,
+    "max_length": True,
+    "max_model_len": True,
+    "max_log_len": True,
+    "dtype": True,
+    "disable_lower_case": False,
+    "disable_special_tokens": False,
+    "trust_remote_code": False,
+    "return_probabilities": False,
+    "return_token_type_ids": False,
+    "return_raw_logits": False,
+    "pooling": True,
+    "http_port": True,
+    "grpc_port": True,
+    "workers": True,
+    "max_threads": True,
+    "max_asyncio_workers": True,
+    "enable_grpc": True,
+    "enable_docs_url": True,
+    "enable_latency_logging": True,
+    "configure_logging": True,
+    "log_config_file": True,
+    "access_log_format": True,
+    "predictor_host": True,
+    "predictor_protocol": True,
+    "predictor_use_ssl": True,
+    "predictor_request_timeout_seconds": True,
+    "predictor_request_retries": True,
+    "enable_predictor_health_check": False,
+    "add_special_tokens": True,
+    "disable_log_requests": False,
+    "tensor_input_names": True,
+    "input_names": True,
+    "return_attention_mask": False,
+    "kserve_storage": True,
 }
 
 
@@ -99,7 +130,7 @@ def substitute(text: Any, meta: dict) -> Any:
             return str(meta.get("namespace") or "")
         for key, field_ in ((".Labels.", "labels"), (".Annotations.", "annotations")):
             if expr.startswith(key):
-                return str(_dict(meta.get(field_)).get(expr[len(key):], ""))
+                return str(_dict(meta.get(field_)).get(expr[len(key) :], ""))
         return m.group(0)
 
     return re.sub(r"\{\{\s*([^}]*?)\s*\}\}", repl, text)
@@ -158,8 +189,9 @@ def _format_name(model: dict) -> str:
     return str(fmt).lower() if fmt else ""
 
 
-def resolve_runtime(model: dict, serving: dict[str, dict], cluster: dict[str, dict]
-                    ) -> tuple[str, dict | None, list[tuple[str, str]]]:
+def resolve_runtime(
+    model: dict, serving: dict[str, dict], cluster: dict[str, dict]
+) -> tuple[str, dict | None, list[tuple[str, str]]]:
     """(runtime name, runtime object or None for a stock runtime, notes)."""
     notes: list[tuple[str, str]] = []
     fmt = _format_name(model)
@@ -171,8 +203,13 @@ def resolve_runtime(model: dict, serving: dict[str, dict], cluster: dict[str, di
             return wanted, _dict(cluster[wanted]), notes
         stock = next((k for k, v in STOCK_RUNTIMES.items() if v["name"] == wanted), None)
         if stock is None:
-            notes.append(("warning", f"runtime {wanted!r} not given to the reader: KServe's stock "
-                          f"runtime for modelFormat {fmt or '?'} assumed"))
+            notes.append(
+                (
+                    "warning",
+                    f"runtime {wanted!r} not given to the reader: KServe's stock "
+                    f"runtime for modelFormat {fmt or '?'} assumed",
+                )
+            )
         return wanted, None, notes
     candidates: list[tuple[int, int, str, dict]] = []
     for rank, pool in enumerate((serving, cluster)):
@@ -189,7 +226,11 @@ def resolve_runtime(model: dict, serving: dict[str, dict], cluster: dict[str, di
         candidates.sort(key=lambda c: (c[0], c[1], c[2]))
         return candidates[0][2], candidates[0][3], notes
     stock = STOCK_RUNTIMES.get(fmt)
-    return (stock["name"] if stock else f"(stock runtime for {fmt or 'unknown format'})"), None, notes
+    return (
+        (stock["name"] if stock else f"(stock runtime for {fmt or 'unknown format'})"),
+        None,
+        notes,
+    )
 
 
 def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> list[ContainerView]:
@@ -217,13 +258,25 @@ def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> 
             filled_res, filled = fill_defaults(resources)
             merged["resources"] = filled_res
             if any(f.endswith("memory") for f in filled):
-                notes.append(("info", "memory " + ", ".join(f for f in filled if f.endswith("memory"))
-                              + " not set: KServe's default 2Gi applies"))
-        views.append(ContainerView(
-            name=str(c.get("name") or f"container-{idx}"), container=merged, pod_spec=predictor,
-            container_path=pointer("spec", "predictor", "containers", idx),
-            resources_path=pointer("spec", "predictor", "containers", idx, "resources"),
-            storage_uri=_storage_uri(predictor, c), notes=notes))
+                notes.append(
+                    (
+                        "info",
+                        "memory "
+                        + ", ".join(f for f in filled if f.endswith("memory"))
+                        + " not set: KServe's default 2Gi applies",
+                    )
+                )
+        views.append(
+            ContainerView(
+                name=str(c.get("name") or f"container-{idx}"),
+                container=merged,
+                pod_spec=predictor,
+                container_path=pointer("spec", "predictor", "containers", idx),
+                resources_path=pointer("spec", "predictor", "containers", idx, "resources"),
+                storage_uri=_storage_uri(predictor, c),
+                notes=notes,
+            )
+        )
     return views
 
 
@@ -241,8 +294,15 @@ def _storage_uri(model: dict, container: dict | None = None) -> str | None:
     return None
 
 
-def _model_view(obj: dict, meta: dict, predictor: dict, model: dict, model_key: str,
-                serving: dict[str, dict], cluster: dict[str, dict]) -> ContainerView:
+def _model_view(
+    obj: dict,
+    meta: dict,
+    predictor: dict,
+    model: dict,
+    model_key: str,
+    serving: dict[str, dict],
+    cluster: dict[str, dict],
+) -> ContainerView:
     fmt = _format_name(model)
     name, runtime, notes = resolve_runtime(model, serving, cluster)
     if runtime is not None:
@@ -257,50 +317,76 @@ def _model_view(obj: dict, meta: dict, predictor: dict, model: dict, model_key: 
         rc = copy.deepcopy(stock["container"]) if stock else {}
         rt_spec = {}
         if stock is None:
-            notes.append(("warning", f"modelFormat {fmt or '(none)'} has no known stock runtime "
-                          "and none was given: the container's command is unknown"))
+            notes.append(
+                (
+                    "warning",
+                    f"modelFormat {fmt or '(none)'} has no known stock runtime "
+                    "and none was given: the container's command is unknown",
+                )
+            )
     for key in ("command", "args"):
         if isinstance(rc.get(key), list):
             rc[key] = [substitute(a, meta) for a in rc[key]]
     rc["env"] = [
-        {**e, "value": substitute(e["value"], meta)} if isinstance(_dict(e).get("value"), str) else e
-        for e in _list(rc.get("env"))]
+        {**e, "value": substitute(e["value"], meta)}
+        if isinstance(_dict(e).get("value"), str)
+        else e
+        for e in _list(rc.get("env"))
+    ]
     merged = dict(rc)
     for key in ("image", "command", "workingDir"):
         if model.get(key):
             merged[key] = model[key]
-    merged["args"] = [substitute(a, meta)
-                      for a in [*_list(rc.get("args")), *_list(model.get("args"))]]
+    merged["args"] = [
+        substitute(a, meta) for a in [*_list(rc.get("args")), *_list(model.get("args"))]
+    ]
     merged["env"] = merge_env(rc.get("env"), model.get("env"))
     merged["envFrom"] = _list(rc.get("envFrom")) + _list(model.get("envFrom"))
     merged["volumeMounts"] = _list(rc.get("volumeMounts")) + _list(model.get("volumeMounts"))
     resources, filled = fill_defaults(merge_resources(rc.get("resources"), model.get("resources")))
     merged["resources"] = resources
     if any(f.endswith("memory") for f in filled):
-        notes.append(("info", "memory " + ", ".join(f for f in filled if f.endswith("memory"))
-                      + " set by neither runtime nor InferenceService: KServe's default 2Gi applies"))
+        notes.append(
+            (
+                "info",
+                "memory "
+                + ", ".join(f for f in filled if f.endswith("memory"))
+                + " set by neither runtime nor InferenceService: KServe's default 2Gi applies",
+            )
+        )
     patch_blocked = None
     own_limit = _dict(_dict(model.get("resources")).get("limits")).get("memory")
     if runtime is None and own_limit is None:
         # The pod's limit is the runtime's unless the InferenceService sets one: writing one
         # from an assumed stock runtime could lower the real runtime's (9Gi over its 40Gi).
-        patch_blocked = (f"its memory limit comes from runtime {name!r}, which vllm-sizer was "
-                         "not given (not listed in the InferenceService's namespace nor as a "
-                         "ClusterServingRuntime): set resources.limits.memory on the "
-                         "InferenceService, or let vllm-sizer read the runtime")
+        patch_blocked = (
+            f"its memory limit comes from runtime {name!r}, which vllm-sizer was "
+            "not given (not listed in the InferenceService's namespace nor as a "
+            "ClusterServingRuntime): set resources.limits.memory on the "
+            "InferenceService, or let vllm-sizer read the runtime"
+        )
         notes.append(("warning", "runtime " + repr(name) + " unknown: " + patch_blocked))
     storage = _storage_uri(model)
-    hf = fmt == "huggingface" or "huggingfaceserver" in str(merged.get("image", "")) \
+    hf = (
+        fmt == "huggingface"
+        or "huggingfaceserver" in str(merged.get("image", ""))
         or "huggingfaceserver" in " ".join(str(a) for a in _list(merged.get("command")))
+    )
     if hf and storage and not any(str(a).startswith("--model_dir") for a in merged["args"]):
         merged["args"].append(f"--model_dir={MODEL_DIR}")
     pod_spec = {**{k: v for k, v in rt_spec.items() if k not in ("containers",)}, **predictor}
     pod_spec["volumes"] = _list(rt_spec.get("volumes")) + _list(predictor.get("volumes"))
     return ContainerView(
-        name=str(model.get("name") or rc.get("name") or "kserve-container"), container=merged,
-        pod_spec=pod_spec, container_path=pointer("spec", "predictor", model_key),
+        name=str(model.get("name") or rc.get("name") or "kserve-container"),
+        container=merged,
+        pod_spec=pod_spec,
+        container_path=pointer("spec", "predictor", model_key),
         resources_path=pointer("spec", "predictor", model_key, "resources"),
-        storage_uri=storage, runtime=name, notes=notes, patch_blocked=patch_blocked)
+        storage_uri=storage,
+        runtime=name,
+        notes=notes,
+        patch_blocked=patch_blocked,
+    )
 
 
 # ------------------------------------------------------------------ Hugging Face server args
@@ -313,9 +399,11 @@ class HfArgs:
     dtype: str | None = None
 
 
-def parse_hf_args(tokens: list[str], version: VllmVersion | None = None,
-                  config_loader: Callable[[str], dict | None] | None = None
-                  ) -> tuple[ParsedVllm, HfArgs]:
+def parse_hf_args(
+    tokens: list[str],
+    version: VllmVersion | None = None,
+    config_loader: Callable[[str], dict | None] | None = None,
+) -> tuple[ParsedVllm, HfArgs]:
     """`python -m huggingfaceserver` arguments: KServe's own flags, then every vLLM flag, read
     with parse_known_args (unknown flags are silently ignored by the server: warned here)."""
     hf = HfArgs()
@@ -349,35 +437,54 @@ def parse_hf_args(tokens: list[str], version: VllmVersion | None = None,
                 if dashed not in FLAGS:
                     close = difflib.get_close_matches(dashed, list(FLAGS), n=1, cutoff=0.8)
                     dashed = close[0] if close else dashed
-                ignored.append(Diagnostic(
-                    "warning", "KServe's Hugging Face server does not rewrite `_` to `-` and "
-                    "reads its arguments with parse_known_args: this flag is silently ignored "
-                    f"(write --{dashed})", flag="--" + key, raw=inline if eq else None))
+                ignored.append(
+                    Diagnostic(
+                        "warning",
+                        "KServe's Hugging Face server does not rewrite `_` to `-` and "
+                        "reads its arguments with parse_known_args: this flag is silently ignored "
+                        f"(write --{dashed})",
+                        flag="--" + key,
+                        raw=inline if eq else None,
+                    )
+                )
                 continue
             if key not in FLAGS and not key.startswith("no-") and len(key) >= 3:
                 # plain argparse accepts a unique prefix of a long flag (allow_abbrev)
                 matches = [f for f in FLAGS if f.startswith(key)]
                 if len(matches) == 1:
-                    ignored.append(Diagnostic(
-                        "info", f"read as --{matches[0]}: argparse accepts unique abbreviations",
-                        flag="--" + key))
+                    ignored.append(
+                        Diagnostic(
+                            "info",
+                            f"read as --{matches[0]}: argparse accepts unique abbreviations",
+                            flag="--" + key,
+                        )
+                    )
                     tok = "--" + matches[0] + (eq + inline if eq else "")
         rest.append(tok)
-    parsed = parse_vllm_args(rest, version=version, config_loader=config_loader,
-                             positional_model=False)
+    parsed = parse_vllm_args(
+        rest, version=version, config_loader=config_loader, positional_model=False
+    )
     known = set(FLAGS) | {k.replace("_", "-") for k in HF_FLAGS}
     for flag in parsed.unknown_flags:
-        close = difflib.get_close_matches(flag.lstrip("-").replace("_", "-"), list(known), n=1,
-                                          cutoff=0.8)
+        close = difflib.get_close_matches(
+            flag.lstrip("-").replace("_", "-"), list(known), n=1, cutoff=0.8
+        )
         hint = f" (did you mean --{close[0]}?)" if close else ""
-        parsed.diagnostics.append(Diagnostic(
-            "warning", "flag not known to vllm-sizer: KServe's Hugging Face server reads its "
-            f"arguments with parse_known_args, so a misspelled flag is silently ignored{hint}",
-            flag=flag))
-    parsed.diagnostics[:] = [d for d in parsed.diagnostics
-                             if not (d.message == "unexpected positional argument")] + \
-        [Diagnostic("warning", "positional argument ignored by the Hugging Face server", raw=d.raw)
-         for d in parsed.diagnostics if d.message == "unexpected positional argument"]
+        parsed.diagnostics.append(
+            Diagnostic(
+                "warning",
+                "flag not known to vllm-sizer: KServe's Hugging Face server reads its "
+                f"arguments with parse_known_args, so a misspelled flag is silently ignored{hint}",
+                flag=flag,
+            )
+        )
+    parsed.diagnostics[:] = [
+        d for d in parsed.diagnostics if not (d.message == "unexpected positional argument")
+    ] + [
+        Diagnostic("warning", "positional argument ignored by the Hugging Face server", raw=d.raw)
+        for d in parsed.diagnostics
+        if d.message == "unexpected positional argument"
+    ]
     parsed.diagnostics.extend(ignored)
     if "dtype" in parsed.values:
         hf.dtype = parsed.values["dtype"]
@@ -391,8 +498,11 @@ def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
     # KServe (addLoRAVLLMArgs) puts, in front of the container's args: --enable-lora
     # --max-lora-rank=R --max-loras=N --max-cpu-loras=C --lora-modules '{"name":..,"path":..}'...
     adapters = _list(lora.get("adapters"))
-    keys = {"maxRank": "--max-lora-rank", "maxAdapters": "--max-loras",
-            "maxCpuAdapters": "--max-cpu-loras"}
+    keys = {
+        "maxRank": "--max-lora-rank",
+        "maxAdapters": "--max-loras",
+        "maxCpuAdapters": "--max-cpu-loras",
+    }
     if adapters or any(k in lora for k in keys):
         flags.append("--enable-lora")
     for key, flag in keys.items():
@@ -421,8 +531,11 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
             continue
         par = _dict(workload.get("parallelism"))
         flags = list(lora_flags)
-        for key, flag in (("tensor", "--tensor-parallel-size"), ("pipeline", "--pipeline-parallel-size"),
-                          ("data", "--data-parallel-size")):
+        for key, flag in (
+            ("tensor", "--tensor-parallel-size"),
+            ("pipeline", "--pipeline-parallel-size"),
+            ("data", "--data-parallel-size"),
+        ):
             if isinstance(par.get(key), int) and not isinstance(par.get(key), bool):
                 flags += [flag, str(par[key])]
         template = _dict(workload.get("template"))
@@ -432,13 +545,27 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
         if idx is None:
             container: dict = {"name": "main"}
             idx = len(containers)
-            view_notes.append(("info", "no `main` container in the object: it comes from KServe's "
-                               "LLMInferenceServiceConfig; sized from spec.model"))
+            view_notes.append(
+                (
+                    "info",
+                    "no `main` container in the object: it comes from KServe's "
+                    "LLMInferenceServiceConfig; sized from spec.model",
+                )
+            )
         else:
             container = _dict(containers[idx])
-        views.append(ContainerView(
-            name="main", container=container,
-            pod_spec=template, container_path=pointer(*base, "template", "containers", idx),
-            resources_path=pointer(*base, "template", "containers", idx, "resources"),
-            storage_uri=uri, model_uri=uri, extra_flags=flags, llmisvc=True, notes=view_notes))
+        views.append(
+            ContainerView(
+                name="main",
+                container=container,
+                pod_spec=template,
+                container_path=pointer(*base, "template", "containers", idx),
+                resources_path=pointer(*base, "template", "containers", idx, "resources"),
+                storage_uri=uri,
+                model_uri=uri,
+                extra_flags=flags,
+                llmisvc=True,
+                notes=view_notes,
+            )
+        )
     return views

@@ -66,12 +66,16 @@ class Budget:
     def take(self, n: int, what: str) -> bool:
         """Spend n characters on `what`; False (and a note) when the budget cannot pay."""
         if n > MAX_VALUE_CHARS:
-            self.note(f"{what} expands to more than {MAX_VALUE_CHARS} characters: not expanded "
-                      "(left literal, its value unknown)")
+            self.note(
+                f"{what} expands to more than {MAX_VALUE_CHARS} characters: not expanded "
+                "(left literal, its value unknown)"
+            )
             return False
         if self.used + n > self.max_chars:
-            self.note(f"{what}: the expansions of this object exceed {self.max_chars} characters "
-                      "in all: not expanded (left literal, its value unknown)")
+            self.note(
+                f"{what}: the expansions of this object exceed {self.max_chars} characters "
+                "in all: not expanded (left literal, its value unknown)"
+            )
             return False
         self.used += n
         return True
@@ -86,18 +90,23 @@ class Budget:
     def take_assignment(self, name: str, value: str) -> bool:
         self.assignments += 1
         if len(value) > MAX_VALUE_CHARS:
-            self.note(f"shell variable {name} is assigned more than {MAX_VALUE_CHARS} "
-                      "characters: its value is unknown")
+            self.note(
+                f"shell variable {name} is assigned more than {MAX_VALUE_CHARS} "
+                "characters: its value is unknown"
+            )
             return False
         if self.assignments > MAX_ASSIGNMENTS:
-            self.note(f"scripts with more than {MAX_ASSIGNMENTS} variable assignments: later "
-                      "values are unknown")
+            self.note(
+                f"scripts with more than {MAX_ASSIGNMENTS} variable assignments: later "
+                "values are unknown"
+            )
             return False
         return True
 
 
-_BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("vllm_sizer_budget",
-                                                                      default=None)
+_BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
+    "vllm_sizer_budget", default=None
+)
 
 
 def current() -> Budget:
@@ -142,8 +151,9 @@ def _measure(root: yaml.Node, max_nodes: int, max_depth: int) -> None:
             s = 1 + sum(size[id(k)] for k in kids)
             d = 1 + max((depth[id(k)] for k in kids), default=0)
             if s > max_nodes:
-                raise LimitExceeded(f"YAML expands to more than {max_nodes} nodes (aliases): "
-                                    "not read")
+                raise LimitExceeded(
+                    f"YAML expands to more than {max_nodes} nodes (aliases): not read"
+                )
             if d > max_depth:
                 raise LimitExceeded(f"YAML nests deeper than {max_depth} levels: not read")
             size[key], depth[key] = s, d
@@ -169,9 +179,13 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-def load_all_yaml(text: str, *, max_aliases: int = MAX_DOC_ALIASES,
-                  max_nodes: int = MAX_DOC_NODES, max_depth: int = MAX_DOC_DEPTH
-                  ) -> Iterator[Any]:
+def load_all_yaml(
+    text: str,
+    *,
+    max_aliases: int = MAX_DOC_ALIASES,
+    max_nodes: int = MAX_DOC_NODES,
+    max_depth: int = MAX_DOC_DEPTH,
+) -> Iterator[Any]:
     """yaml.safe_load_all with bounds: each document is composed, measured (aliases, expanded
     nodes, depth), then constructed. Raises LimitExceeded or yaml.YAMLError for the document
     that fails; documents before it have been yielded."""
@@ -188,8 +202,9 @@ def load_all_yaml(text: str, *, max_aliases: int = MAX_DOC_ALIASES,
             try:
                 node = loader.get_node()
             except RecursionError:
-                raise LimitExceeded(f"YAML nests deeper than {max_depth} levels: not read") \
-                    from None
+                raise LimitExceeded(
+                    f"YAML nests deeper than {max_depth} levels: not read"
+                ) from None
             if node is None:
                 continue
             _measure(node, max_nodes, max_depth)
@@ -198,11 +213,17 @@ def load_all_yaml(text: str, *, max_aliases: int = MAX_DOC_ALIASES,
         loader.dispose()
 
 
-def load_yaml(text: str, *, max_aliases: int = MAX_YAML_ALIASES,
-              max_nodes: int = MAX_YAML_NODES, max_depth: int = MAX_YAML_DEPTH) -> Any:
+def load_yaml(
+    text: str,
+    *,
+    max_aliases: int = MAX_YAML_ALIASES,
+    max_nodes: int = MAX_YAML_NODES,
+    max_depth: int = MAX_YAML_DEPTH,
+) -> Any:
     """yaml.safe_load with the bounds of a small embedded document (an annotation, a
     script-written --config): the first document, or None."""
-    for doc in load_all_yaml(text, max_aliases=max_aliases, max_nodes=max_nodes,
-                             max_depth=max_depth):
+    for doc in load_all_yaml(
+        text, max_aliases=max_aliases, max_nodes=max_nodes, max_depth=max_depth
+    ):
         return doc
     return None

@@ -77,6 +77,7 @@ class Workload:
     @property
     def env_list_path(self) -> str:
         return self.env_path or self.container_path + "/env"
+
     # The container's other vLLM invocations (a script's if/else branches, ...), each read
     # like this one (same container, paths and limits): the estimate sizes the largest.
     alternatives: list["Workload"] = field(default_factory=list)

@@ -56,9 +56,14 @@ def _list(x: Any) -> list:
 
 def is_pod_spec(node: Any) -> bool:
     containers = node.get("containers") if isinstance(node, dict) else None
-    return isinstance(containers, list) and bool(containers) and all(
-        isinstance(c, dict) and ("image" in c or "name" in c or "command" in c)
-        for c in containers)
+    return (
+        isinstance(containers, list)
+        and bool(containers)
+        and all(
+            isinstance(c, dict) and ("image" in c or "name" in c or "command" in c)
+            for c in containers
+        )
+    )
 
 
 def find_pod_templates(obj: dict) -> list[tuple[tuple[str | int, ...], dict]]:
@@ -103,14 +108,20 @@ def structural_views(obj: dict, patchable: bool, note: str | None = None) -> lis
     views: list[ContainerView] = []
     ray = str(obj.get("apiVersion", "")).startswith("ray.io/") or obj.get("kind") in RAY_FLEETS
     for path, pod_spec in find_pod_templates(obj):
-        group_views = pod_views(pod_spec, path, patchable=patchable,
-                                labels=labels_path(path) if patchable else None, note=note)
+        group_views = pod_views(
+            pod_spec,
+            path,
+            patchable=patchable,
+            labels=labels_path(path) if patchable else None,
+            note=note,
+        )
         if ray and any(p in ("headGroupSpec", "workerGroupSpecs") for p in path):
             template = _dict(_at(obj, path[:-1]))
             for v in group_views:
                 if v.container_path.endswith("/containers/0"):
-                    v.container = kuberay_container(v.container, template,
-                                                    head="headGroupSpec" in path)
+                    v.container = kuberay_container(
+                        v.container, template, head="headGroupSpec" in path
+                    )
         views.extend(group_views)
     return views
 
@@ -134,7 +145,8 @@ def kuberay_container(c: dict, template: dict, head: bool = False) -> dict:
     if "ray start" in cmd:
         return c
     generated = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start" + (
-        " --head" if head else "")
+        " --head" if head else ""
+    )
     out = dict(c)
     out["command"] = ["/bin/bash", "-lc", "--"]
     out["args"] = [f"{cmd} && {generated}" if cmd else generated]
@@ -144,13 +156,22 @@ def kuberay_container(c: dict, template: dict, head: bool = False) -> dict:
 def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
     cur = obj
     for p in path:
-        cur = cur[p] if isinstance(cur, list) and isinstance(p, int) and p < len(cur) else \
-            (_dict(cur).get(p) if isinstance(p, str) else None)
+        cur = (
+            cur[p]
+            if isinstance(cur, list) and isinstance(p, int) and p < len(cur)
+            else (_dict(cur).get(p) if isinstance(p, str) else None)
+        )
     return cur
 
 
-def pod_views(pod_spec: dict, base: tuple[str | int, ...], *, patchable: bool = True,
-              labels: str | None = None, note: str | None = None) -> list[ContainerView]:
+def pod_views(
+    pod_spec: dict,
+    base: tuple[str | int, ...],
+    *,
+    patchable: bool = True,
+    labels: str | None = None,
+    note: str | None = None,
+) -> list[ContainerView]:
     views = []
     for list_name in ("containers", "initContainers"):
         for idx, c in enumerate(_list(pod_spec.get(list_name))):
@@ -160,12 +181,18 @@ def pod_views(pod_spec: dict, base: tuple[str | int, ...], *, patchable: bool = 
             if list_name == "initContainers" and c.get("restartPolicy") != "Always":
                 continue  # only sidecars keep running next to the others
             c = dynamo_rewrite(c)
-            views.append(ContainerView(
-                name=str(c.get("name") or f"{list_name}[{idx}]"), container=c, pod_spec=pod_spec,
-                container_path=pointer(*base, list_name, idx),
-                resources_path=pointer(*base, list_name, idx, "resources"),
-                patchable=patchable, labels_path=labels,
-                notes=[("info", note)] if note else []))
+            views.append(
+                ContainerView(
+                    name=str(c.get("name") or f"{list_name}[{idx}]"),
+                    container=c,
+                    pod_spec=pod_spec,
+                    container_path=pointer(*base, list_name, idx),
+                    resources_path=pointer(*base, list_name, idx, "resources"),
+                    patchable=patchable,
+                    labels_path=labels,
+                    notes=[("info", note)] if note else [],
+                )
+            )
     return views
 
 
@@ -174,8 +201,11 @@ def dynamo_rewrite(c: dict) -> dict:
     module with ARGS (the model as `--model`, as Dynamo takes it): Dynamo's vLLM worker parses
     vLLM's engine flags (components/src/dynamo/vllm/args.py adds AsyncEngineArgs to its
     parser) plus its own."""
-    if not any(isinstance(w, str) and "dynamo.vllm" in w
-               for key in ("command", "args") for w in _list(c.get(key))):
+    if not any(
+        isinstance(w, str) and "dynamo.vllm" in w
+        for key in ("command", "args")
+        for w in _list(c.get(key))
+    ):
         return c  # the common case: no copy
     out = dict(c)
     for key in ("command", "args"):
@@ -184,8 +214,17 @@ def dynamo_rewrite(c: dict) -> dict:
         i = 0
         while i < len(items):
             w = items[i]
-            if isinstance(w, str) and w == "-m" and i + 1 < len(items) and items[i + 1] == "dynamo.vllm":
-                if new and isinstance(new[-1], str) and new[-1].rsplit("/", 1)[-1].startswith("python"):
+            if (
+                isinstance(w, str)
+                and w == "-m"
+                and i + 1 < len(items)
+                and items[i + 1] == "dynamo.vllm"
+            ):
+                if (
+                    new
+                    and isinstance(new[-1], str)
+                    and new[-1].rsplit("/", 1)[-1].startswith("python")
+                ):
                     new.pop()
                 new += ["python3", "-m", API_SERVER]
                 i += 2
@@ -208,7 +247,7 @@ def dynamo_rewrite(c: dict) -> dict:
 def _hf_ref(url: str) -> str:
     for prefix in ("hf://", "huggingface://"):
         if url.lower().startswith(prefix):
-            return url[len(prefix):].split("@", 1)[0].strip("/")
+            return url[len(prefix) :].split("@", 1)[0].strip("/")
     if url.startswith("pvc://"):
         return "/model"
     return url
@@ -229,8 +268,13 @@ def _profile_resources(profile: str) -> tuple[dict, list[tuple[str, str]]]:
         return {"limits": {"google.com/tpu": count}}, []
     if low.startswith("cpu"):
         return {}, [("info", f"resourceProfile {profile}: read as a CPU pod")]
-    return {}, [("warning", f"resourceProfile {profile!r}: its device and memory are in KubeAI's "
-                 "configuration, unknown here")]
+    return {}, [
+        (
+            "warning",
+            f"resourceProfile {profile!r}: its device and memory are in KubeAI's "
+            "configuration, unknown here",
+        )
+    ]
 
 
 def read_kubeai_model(obj: dict) -> list[ContainerView]:
@@ -251,17 +295,36 @@ def read_kubeai_model(obj: dict) -> list[ContainerView]:
     resources, notes = _profile_resources(profile) if profile else ({}, [])
     if profile.lower().startswith("cpu"):
         env.append({"name": "VLLM_TARGET_DEVICE", "value": "cpu"})
-    container = {"name": "server", "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
-                 "args": args, "env": env, "resources": resources}
+    container = {
+        "name": "server",
+        "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+        "args": args,
+        "env": env,
+        "resources": resources,
+    }
     if spec.get("image"):
         container["image"] = spec["image"]
-    notes.append(("info", "KubeAI builds this pod (python3 -m vllm.entrypoints.openai.api_server "
-                  "from spec.url and spec.args); its memory limit comes from the resourceProfile in "
-                  "KubeAI's configuration, which the Model cannot carry, so the Model is not "
-                  "changed: the pod-level webhook sizes its pods when KubeAI creates them"))
-    return [ContainerView(name="server", container=container, pod_spec={},
-                          container_path=pointer("spec"), resources_path=pointer("spec", "resources"),
-                          storage_uri=url or None, patchable=False, notes=notes)]
+    notes.append(
+        (
+            "info",
+            "KubeAI builds this pod (python3 -m vllm.entrypoints.openai.api_server "
+            "from spec.url and spec.args); its memory limit comes from the resourceProfile in "
+            "KubeAI's configuration, which the Model cannot carry, so the Model is not "
+            "changed: the pod-level webhook sizes its pods when KubeAI creates them",
+        )
+    )
+    return [
+        ContainerView(
+            name="server",
+            container=container,
+            pod_spec={},
+            container_path=pointer("spec"),
+            resources_path=pointer("spec", "resources"),
+            storage_uri=url or None,
+            patchable=False,
+            notes=notes,
+        )
+    ]
 
 
 # ------------------------------------------------------------------ production-stack VLLMRuntime
@@ -275,8 +338,14 @@ def read_vllm_runtime(obj: dict) -> list[ContainerView]:
     args: list[str] = [url, "--host", "0.0.0.0", "--port", str(vc.get("port") or 8000)]
     if model.get("enableLoRA"):
         args.append("--enable-lora")
-    args.append("--enable-chunked-prefill" if vc.get("enableChunkedPrefill") else "--no-enable-chunked-prefill")
-    args.append("--enable-prefix-caching" if vc.get("enablePrefixCaching") else "--no-enable-prefix-caching")
+    args.append(
+        "--enable-chunked-prefill"
+        if vc.get("enableChunkedPrefill")
+        else "--no-enable-chunked-prefill"
+    )
+    args.append(
+        "--enable-prefix-caching" if vc.get("enablePrefixCaching") else "--no-enable-prefix-caching"
+    )
     for key, flag in (("maxModelLen", "--max-model-len"), ("maxNumSeqs", "--max-num-seqs")):
         if isinstance(model.get(key), int) and model[key] > 0:
             args += [flag, str(model[key])]
@@ -301,30 +370,49 @@ def read_vllm_runtime(obj: dict) -> list[ContainerView]:
     name = str(image.get("name") or "")
     registry = str(image.get("registry") or "")
     full = f"{registry}/{name}" if registry and name else name
-    container = {"name": "vllm", "image": full or None,
-                 "command": ["/opt/venv/bin/vllm", "serve"], "args": args, "env": env,
-                 "resources": resources}
+    container = {
+        "name": "vllm",
+        "image": full or None,
+        "command": ["/opt/venv/bin/vllm", "serve"],
+        "args": args,
+        "env": env,
+        "resources": resources,
+    }
     pod_spec: dict[str, Any] = {}
     if dc.get("shmSize"):
-        pod_spec["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory",
-                                                            "sizeLimit": dc["shmSize"]}}]
+        pod_spec["volumes"] = [
+            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": dc["shmSize"]}}
+        ]
         container["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
     if dc.get("runtimeClass"):
         pod_spec["runtimeClassName"] = dc["runtimeClass"]
     mem_ptr = pointer("spec", "deploymentConfig", "resources", "memory")
-    return [ContainerView(
-        name="vllm", container=container, pod_spec=pod_spec,
-        container_path=pointer("spec", "vllmConfig"),
-        resources_path=pointer("spec", "deploymentConfig", "resources"),
-        limit_path=mem_ptr, request_path=mem_ptr,
-        env_path=pointer("spec", "vllmConfig", "env"), storage_uri=None,
-        labels_path=None,
-        notes=[("info", "production-stack's operator builds the vllm container from spec.model "
-                "and spec.vllmConfig; deploymentConfig.resources.memory is its request and limit")])]
+    return [
+        ContainerView(
+            name="vllm",
+            container=container,
+            pod_spec=pod_spec,
+            container_path=pointer("spec", "vllmConfig"),
+            resources_path=pointer("spec", "deploymentConfig", "resources"),
+            limit_path=mem_ptr,
+            request_path=mem_ptr,
+            env_path=pointer("spec", "vllmConfig", "env"),
+            storage_uri=None,
+            labels_path=None,
+            notes=[
+                (
+                    "info",
+                    "production-stack's operator builds the vllm container from spec.model "
+                    "and spec.vllmConfig; deploymentConfig.resources.memory is its request and limit",
+                )
+            ],
+        )
+    ]
 
 
 # ------------------------------------------------------------------ Dynamo
 FRONTEND = "frontend"  # componentType / type of Dynamo's HTTP frontend (runs no engine)
+
 
 def _dynamo_resources(res: dict) -> dict:
     out: dict[str, Any] = {}
@@ -352,8 +440,11 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
                 continue
             tmpl = _dict(comp.get("podTemplate"))
             base = ("spec", "components", i, "podTemplate")
-            for v in pod_views(_dict(tmpl.get("spec")), (*base, "spec"),
-                               labels=pointer(*base, "metadata", "labels")):
+            for v in pod_views(
+                _dict(tmpl.get("spec")),
+                (*base, "spec"),
+                labels=pointer(*base, "metadata", "labels"),
+            ):
                 v.name = f"{comp.get('name') or i}/{v.name}"
                 views.append(v)
         return views
@@ -374,18 +465,26 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
                 res_path = pointer(*base, "extraPodSpec", "mainContainer", "resources")
             else:
                 res_path = pointer(*base, "resources")
-                merged = {s: {**_dict(comp_res.get(s)), **_dict(_dict(main.get("resources")).get(s))}
-                          for s in ("limits", "requests") if comp_res.get(s) or
-                          _dict(main.get("resources")).get(s)}
+                merged = {
+                    s: {**_dict(comp_res.get(s)), **_dict(_dict(main.get("resources")).get(s))}
+                    for s in ("limits", "requests")
+                    if comp_res.get(s) or _dict(main.get("resources")).get(s)
+                }
                 c["resources"] = merged
             envs = [e for e in _list(svc.get("envs")) if isinstance(e, dict)]
             if envs:
                 c["env"] = envs + _list(c.get("env"))
-            views.append(ContainerView(
-                name=f"{name}/{c.get('name')}", container=c, pod_spec=extra,
-                container_path=pointer(*base, "extraPodSpec", "mainContainer"),
-                resources_path=res_path, labels_path=labels,
-                env_path=pointer(*base, "extraPodSpec", "mainContainer", "env")))
+            views.append(
+                ContainerView(
+                    name=f"{name}/{c.get('name')}",
+                    container=c,
+                    pod_spec=extra,
+                    container_path=pointer(*base, "extraPodSpec", "mainContainer"),
+                    resources_path=res_path,
+                    labels_path=labels,
+                    env_path=pointer(*base, "extraPodSpec", "mainContainer", "env"),
+                )
+            )
         for v in pod_views(extra, (*base, "extraPodSpec"), labels=labels):
             v.name = f"{name}/{v.name}"
             views.append(v)
@@ -424,12 +523,18 @@ def _gpu_group(cluster: dict, base: tuple[str, ...]) -> tuple[dict, str, dict] |
     for i, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
         pod = _dict(_dict(_dict(group).get("template")).get("spec"))
         for j, c in enumerate(_list(pod.get("containers"))):
-            candidates.append((_dict(c), pointer(*base, "workerGroupSpecs", i, "template", "spec",
-                                                 "containers", j), pod))
+            candidates.append(
+                (
+                    _dict(c),
+                    pointer(*base, "workerGroupSpecs", i, "template", "spec", "containers", j),
+                    pod,
+                )
+            )
     head = _dict(_dict(_dict(cluster.get("headGroupSpec")).get("template")).get("spec"))
     for j, c in enumerate(_list(head.get("containers"))):
-        candidates.append((_dict(c), pointer(*base, "headGroupSpec", "template", "spec",
-                                             "containers", j), head))
+        candidates.append(
+            (_dict(c), pointer(*base, "headGroupSpec", "template", "spec", "containers", j), head)
+        )
     for c, ptr, pod in candidates:
         limits = _dict(_dict(c.get("resources")).get("limits"))
         if any(k.endswith("/gpu") or "gpu" in k for k in limits):
@@ -444,11 +549,24 @@ def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
     try:
         config = yaml.safe_load(raw)
     except Exception as exc:  # noqa: BLE001 - yaml raises many types
-        return [ContainerView(name="serveConfigV2", container={}, pod_spec={},
-                              container_path=pointer("spec", "serveConfigV2"),
-                              resources_path="", patchable=False, bare=True,
-                              notes=[("error", "serveConfigV2 is not valid YAML "
-                                      f"({str(exc).splitlines()[0]}): its LLM configs are unknown")])]
+        return [
+            ContainerView(
+                name="serveConfigV2",
+                container={},
+                pod_spec={},
+                container_path=pointer("spec", "serveConfigV2"),
+                resources_path="",
+                patchable=False,
+                bare=True,
+                notes=[
+                    (
+                        "error",
+                        "serveConfigV2 is not valid YAML "
+                        f"({str(exc).splitlines()[0]}): its LLM configs are unknown",
+                    )
+                ],
+            )
+        ]
     cluster, base = _ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
     views: list[ContainerView] = []
@@ -466,15 +584,26 @@ def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
             c, ptr, pod = target if target else ({}, "", {})
             merged = {**c, "command": argv, "args": []}
             name = f"{app.get('name') or 'app'}/{loading.get('model_id') or k}"
-            views.append(ContainerView(
-                name=name, container=merged, pod_spec=pod, container_path=ptr or
-                pointer("spec", "serveConfigV2"), resources_path=(ptr + "/resources") if ptr else "",
-                patchable=False,
-                notes=[("warning", "Ray Serve LLM runs this vLLM engine inside a Ray worker "
-                        f"({c.get('name') or 'no worker group found'}): the estimate is the "
-                        "engine's alone; the raylet and the Ray object store (30% of the pod's "
-                        "memory by default) come on top, so vllm-sizer does not change the "
-                        "worker's limit")]))
+            views.append(
+                ContainerView(
+                    name=name,
+                    container=merged,
+                    pod_spec=pod,
+                    container_path=ptr or pointer("spec", "serveConfigV2"),
+                    resources_path=(ptr + "/resources") if ptr else "",
+                    patchable=False,
+                    notes=[
+                        (
+                            "warning",
+                            "Ray Serve LLM runs this vLLM engine inside a Ray worker "
+                            f"({c.get('name') or 'no worker group found'}): the estimate is the "
+                            "engine's alone; the raylet and the Ray object store (30% of the pod's "
+                            "memory by default) come on top, so vllm-sizer does not change the "
+                            "worker's limit",
+                        )
+                    ],
+                )
+            )
     return views
 
 
@@ -483,27 +612,43 @@ def read_kaito_workspace(obj: dict) -> list[ContainerView]:
     inference = _dict(obj.get("inference"))
     views: list[ContainerView] = []
     preset = _dict(inference.get("preset"))
-    runtime = str(_dict(_dict(obj.get("metadata")).get("annotations")).get("kaito.sh/runtime")
-                  or "vllm")
+    runtime = str(
+        _dict(_dict(obj.get("metadata")).get("annotations")).get("kaito.sh/runtime") or "vllm"
+    )
     if preset.get("name"):
         if runtime.lower() == "transformers":
             what = "the Hugging Face Transformers runtime (not vLLM)"
         else:
             what = "KAITO's vLLM runtime"
         config = inference.get("config")
-        extra = (f"; the vLLM parameters in ConfigMap {config} are read by KAITO, not here"
-                 if config else "")
-        views.append(ContainerView(
-            name="inference", container={"name": "inference"}, pod_spec={},
-            container_path=pointer("inference"), resources_path="", patchable=False, bare=True,
-            skip_reason=(f"KAITO Workspace preset {preset['name']}: KAITO builds the pod with "
-                         f"{what} and sizes it from the preset and the instance type itself"
-                         f"{extra}; its pods are sized at creation by the pod-level webhook")))
+        extra = (
+            f"; the vLLM parameters in ConfigMap {config} are read by KAITO, not here"
+            if config
+            else ""
+        )
+        views.append(
+            ContainerView(
+                name="inference",
+                container={"name": "inference"},
+                pod_spec={},
+                container_path=pointer("inference"),
+                resources_path="",
+                patchable=False,
+                bare=True,
+                skip_reason=(
+                    f"KAITO Workspace preset {preset['name']}: KAITO builds the pod with "
+                    f"{what} and sizes it from the preset and the instance type itself"
+                    f"{extra}; its pods are sized at creation by the pod-level webhook"
+                ),
+            )
+        )
     template = _dict(inference.get("template"))
     if template:
-        views += pod_views(_dict(template.get("spec")), ("inference", "template", "spec"),
-                           patchable=False,
-                           note="KAITO runs inference.template as given; the Workspace is not "
-                           "changed: its pods are sized at creation by the pod-level webhook")
+        views += pod_views(
+            _dict(template.get("spec")),
+            ("inference", "template", "spec"),
+            patchable=False,
+            note="KAITO runs inference.template as given; the Workspace is not "
+            "changed: its pods are sized at creation by the pod-level webhook",
+        )
     return views
-

@@ -44,20 +44,49 @@ from .device import detect_device
 from .execution import executes_vllm
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
-from .model import (ANNOTATION_MODEL_CONFIG, ANNOTATION_SKIP, ANNOTATION_VLLM_CONFIG,
-                    SIZED_LABEL, ReadContext, Workload)
+from .model import (
+    ANNOTATION_MODEL_CONFIG,
+    ANNOTATION_SKIP,
+    ANNOTATION_VLLM_CONFIG,
+    SIZED_LABEL,
+    ReadContext,
+    Workload,
+)
 from .quantity import parse_quantity
 from .shell import find_shell, run_script
 from .view import ContainerView
 from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
-RELEVANT_ENV = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "LD_PRELOAD",
-                "VLLM_ADDITIONAL_ARGS")
+RELEVANT_ENV = (
+    "VLLM_CPU_KVCACHE_SPACE",
+    "VLLM_TARGET_DEVICE",
+    "LD_PRELOAD",
+    "VLLM_ADDITIONAL_ARGS",
+)
 HF_SERVER_MODULE = "huggingfaceserver"
 # Environment the LeaderWorkerSet controller adds to every pod (values known only at runtime).
 LWS_ENV = ("LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX", "LWS_NAME")
-NOT_RUNNING = {"echo", "printf", "logger", ":", "true", "false", "test", "[", "[[", "cat", "grep",
-               "pip", "pip3", "uv", "which", "command", "type", "hash", "ls"}
+NOT_RUNNING = {
+    "echo",
+    "printf",
+    "logger",
+    ":",
+    "true",
+    "false",
+    "test",
+    "[",
+    "[[",
+    "cat",
+    "grep",
+    "pip",
+    "pip3",
+    "uv",
+    "which",
+    "command",
+    "type",
+    "hash",
+    "ls",
+}
 _CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
 
 
@@ -104,29 +133,51 @@ class _ObjectInfo:
     @classmethod
     def of(cls, obj: dict, context: ReadContext) -> "_ObjectInfo":
         meta = _dict(obj.get("metadata"))
-        annotations = {str(k): v for k, v in _dict(meta.get("annotations")).items()
-                       if isinstance(v, str)}
-        info = cls(kind=str(obj.get("kind")), api_version=str(obj.get("apiVersion")),
-                   namespace=_str(meta.get("namespace")),
-                   name=_str(meta.get("name")) or _str(meta.get("generateName")) or "",
-                   annotations=annotations, skip_reason=None, context=context)
-        owner = next((_dict(r) for r in _list(meta.get("ownerReferences"))
-                      if _dict(r).get("controller") is True), None)
+        annotations = {
+            str(k): v for k, v in _dict(meta.get("annotations")).items() if isinstance(v, str)
+        }
+        info = cls(
+            kind=str(obj.get("kind")),
+            api_version=str(obj.get("apiVersion")),
+            namespace=_str(meta.get("namespace")),
+            name=_str(meta.get("name")) or _str(meta.get("generateName")) or "",
+            annotations=annotations,
+            skip_reason=None,
+            context=context,
+        )
+        owner = next(
+            (
+                _dict(r)
+                for r in _list(meta.get("ownerReferences"))
+                if _dict(r).get("controller") is True
+            ),
+            None,
+        )
         if info.kind == "Pod" and info.api_version == "v1":
             # Pods are sized at creation unless their template was: a pod created by a kind
             # vllm-sizer reads from a template it sized carries the sized label.
             labels = _dict(meta.get("labels"))
-            if owner is not None and labels.get(SIZED_LABEL) not in (None, "") and (
-                    kinds.group_of(str(owner.get("apiVersion", ""))),
-                    str(owner.get("kind"))) in kinds.pod_owner_kinds():
-                info.skip_reason = (f"created by {owner.get('kind')}/{owner.get('name', '?')} "
-                                    f"from a template vllm-sizer sized ({SIZED_LABEL} label)")
+            if (
+                owner is not None
+                and labels.get(SIZED_LABEL) not in (None, "")
+                and (kinds.group_of(str(owner.get("apiVersion", ""))), str(owner.get("kind")))
+                in kinds.pod_owner_kinds()
+            ):
+                info.skip_reason = (
+                    f"created by {owner.get('kind')}/{owner.get('name', '?')} "
+                    f"from a template vllm-sizer sized ({SIZED_LABEL} label)"
+                )
         elif owner is not None:
-            info.skip_reason = (f"owned by {owner.get('kind', '?')}/{owner.get('name', '?')} "
-                                "(controller): its owner is sized instead, or its pods when "
-                                "they are created")
-        if info.skip_reason is None and \
-                annotations.get(ANNOTATION_SKIP, "").strip().lower() in ("true", "yes", "1"):
+            info.skip_reason = (
+                f"owned by {owner.get('kind', '?')}/{owner.get('name', '?')} "
+                "(controller): its owner is sized instead, or its pods when "
+                "they are created"
+            )
+        if info.skip_reason is None and annotations.get(ANNOTATION_SKIP, "").strip().lower() in (
+            "true",
+            "yes",
+            "1",
+        ):
             info.skip_reason = f"{ANNOTATION_SKIP} annotation"
         raw = annotations.get(ANNOTATION_MODEL_CONFIG)
         if raw is not None:
@@ -137,42 +188,74 @@ class _ObjectInfo:
                 loaded = limits.load_yaml(raw)
             except limits.LimitExceeded as exc:
                 loaded = None
-                info.diagnostics.append(Diagnostic(
-                    "error", f"annotation refused: {exc}; --config contents stay unknown",
-                    ANNOTATION_VLLM_CONFIG))
+                info.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        f"annotation refused: {exc}; --config contents stay unknown",
+                        ANNOTATION_VLLM_CONFIG,
+                    )
+                )
             except Exception as exc:  # yaml raises many types
                 loaded = None
-                info.diagnostics.append(Diagnostic(
-                    "error", f"annotation is not valid YAML ({(str(exc).splitlines() or ['?'])[0]}): "
-                    "--config contents stay unknown", ANNOTATION_VLLM_CONFIG))
+                info.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        f"annotation is not valid YAML ({(str(exc).splitlines() or ['?'])[0]}): "
+                        "--config contents stay unknown",
+                        ANNOTATION_VLLM_CONFIG,
+                    )
+                )
             else:
                 if isinstance(loaded, dict):
                     info.vllm_config = loaded
                 else:
-                    info.diagnostics.append(Diagnostic(
-                        "error", "annotation must hold the --config YAML mapping",
-                        ANNOTATION_VLLM_CONFIG, raw[:80]))
+                    info.diagnostics.append(
+                        Diagnostic(
+                            "error",
+                            "annotation must hold the --config YAML mapping",
+                            ANNOTATION_VLLM_CONFIG,
+                            raw[:80],
+                        )
+                    )
         return info
 
     def _read_model_config(self, raw: str) -> None:
         try:
             loaded = json.loads(raw)
         except (ValueError, RecursionError) as exc:
-            self.diagnostics.append(Diagnostic(
-                "error", f"annotation is not valid JSON ({exc}): the model config is taken from "
-                "the catalog or resolver instead", ANNOTATION_MODEL_CONFIG, raw[:80]))
+            self.diagnostics.append(
+                Diagnostic(
+                    "error",
+                    f"annotation is not valid JSON ({exc}): the model config is taken from "
+                    "the catalog or resolver instead",
+                    ANNOTATION_MODEL_CONFIG,
+                    raw[:80],
+                )
+            )
             return
         if isinstance(loaded, dict) and (_CONFIG_KEYS & set(loaded) or not loaded):
             self.model_config = loaded if loaded else None
             if not loaded:
-                self.diagnostics.append(Diagnostic("error", "annotation holds an empty object",
-                                                   ANNOTATION_MODEL_CONFIG, raw[:80]))
+                self.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        "annotation holds an empty object",
+                        ANNOTATION_MODEL_CONFIG,
+                        raw[:80],
+                    )
+                )
         elif isinstance(loaded, dict) and all(isinstance(v, dict) for v in loaded.values()):
             self.model_configs = {catalog.normalise_model_id(str(k)): v for k, v in loaded.items()}
         else:
-            self.diagnostics.append(Diagnostic(
-                "error", "annotation must be a config.json object (or an object of them keyed "
-                "by model id)", ANNOTATION_MODEL_CONFIG, raw[:80]))
+            self.diagnostics.append(
+                Diagnostic(
+                    "error",
+                    "annotation must be a config.json object (or an object of them keyed "
+                    "by model id)",
+                    ANNOTATION_MODEL_CONFIG,
+                    raw[:80],
+                )
+            )
 
     def config_loader(self) -> Callable[[str], dict | None] | None:
         if self.vllm_config is None:
@@ -202,8 +285,16 @@ def read_workloads(obj: dict, context: ReadContext | None = None) -> list[Worklo
             try:
                 w = _read_view(info, view)
             except Exception as exc:  # noqa: BLE001
-                w = _bare(info, view, [Diagnostic("error", f"internal error reading this "
-                                                  f"container: {type(exc).__name__}: {exc}")])
+                w = _bare(
+                    info,
+                    view,
+                    [
+                        Diagnostic(
+                            "error",
+                            f"internal error reading this container: {type(exc).__name__}: {exc}",
+                        )
+                    ],
+                )
             if w is not None and len(budget.notes) > seen:
                 w = _over_bounds(w, budget.notes[seen:])
             if w is not None:
@@ -235,9 +326,11 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
         # a custom resource with no table: read by structure, report only (the webhook is not
         # registered for it; its pods are sized when they are created)
         return platforms.structural_views(
-            obj, patchable=False,
+            obj,
+            patchable=False,
             note=f"{kind} is read by structure (pod templates found in the object); vllm-sizer "
-            "does not change it: its pods are sized at creation by the pod-level webhook")
+            "does not change it: its pods are sized at creation by the pod-level webhook",
+        )
     group = spec_entry.group
     if not spec_entry.served:
         if kind == "Model":
@@ -246,11 +339,15 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
             return platforms.read_kaito_workspace(obj)
         return []
     if group in ("apps", "extensions") or kind in ("ReplicationController", "Job"):
-        return _pod_views(_dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec"))
+        return _pod_views(
+            _dict(_dict(spec.get("template")).get("spec")), ("spec", "template", "spec")
+        )
     if kind == "CronJob":
         job = _dict(_dict(spec.get("jobTemplate")).get("spec"))
-        return _pod_views(_dict(_dict(job.get("template")).get("spec")),
-                          ("spec", "jobTemplate", "spec", "template", "spec"))
+        return _pod_views(
+            _dict(_dict(job.get("template")).get("spec")),
+            ("spec", "jobTemplate", "spec", "template", "spec"),
+        )
     if kind == "Pod":
         return _pod_views(spec, ("spec",))
     if kind == "LeaderWorkerSet":
@@ -259,8 +356,9 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
         for key in ("leaderTemplate", "workerTemplate"):
             tmpl = _dict(lwt.get(key))
             if tmpl:
-                for v in _pod_views(_dict(tmpl.get("spec")),
-                                    ("spec", "leaderWorkerTemplate", key, "spec")):
+                for v in _pod_views(
+                    _dict(tmpl.get("spec")), ("spec", "leaderWorkerTemplate", key, "spec")
+                ):
                     v.injected_env = LWS_ENV
                     views.append(v)
         return views
@@ -298,9 +396,9 @@ class _Located:
 def _find_hf(argv: list[str]) -> list[str] | None:
     for idx, tok in enumerate(argv):
         if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] == HF_SERVER_MODULE:
-            return argv[idx + 2:]
+            return argv[idx + 2 :]
         if os.path.basename(tok) == HF_SERVER_MODULE and (idx == 0 or argv[idx - 1] != "-m"):
-            return argv[idx + 1:]
+            return argv[idx + 1 :]
     return None
 
 
@@ -314,16 +412,20 @@ def _prefix_env(argv: list[str], flags_start: int) -> dict[str, str]:
     return out
 
 
-def _locate_all(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool,
-                depth: int = 0) -> list[_Located]:
+def _locate_all(
+    argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
+) -> list[_Located]:
     """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
     command of a `sh -c` script (both branches of an if/else, each case arm, ...), in script
     order; identical invocations once."""
     inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
-        return [_Located("vllm", flags, positional,
-                         {**env, **_prefix_env(argv, len(argv) - len(flags))}, [])]
+        return [
+            _Located(
+                "vllm", flags, positional, {**env, **_prefix_env(argv, len(argv) - len(flags))}, []
+            )
+        ]
     hf = _find_hf(argv) if executes_vllm(argv) else None
     if hf is not None:
         return [_Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])]
@@ -349,8 +451,9 @@ def _locate_all(argv: list[str], env: dict[str, str], unknown: set[str], maybe_e
     return found
 
 
-def _locate(argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool,
-            depth: int = 0) -> _Located | None:
+def _locate(
+    argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
+) -> _Located | None:
     """The first invocation (count: how many there are)."""
     found = _locate_all(argv, env, unknown, maybe_env, depth)
     return found[0] if found else None
@@ -362,10 +465,11 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
     diags: list[Diagnostic] = []
     entries = _list(container.get("env"))
     if len(entries) > limits.MAX_ENV_ENTRIES:
-        limits.current().note(f"more than {limits.MAX_ENV_ENTRIES} env entries: the values of "
-                              "the rest are unknown")
-        unknown |= {str(_dict(e).get("name")) for e in entries[limits.MAX_ENV_ENTRIES:]}
-        entries = entries[:limits.MAX_ENV_ENTRIES]
+        limits.current().note(
+            f"more than {limits.MAX_ENV_ENTRIES} env entries: the values of the rest are unknown"
+        )
+        unknown |= {str(_dict(e).get("name")) for e in entries[limits.MAX_ENV_ENTRIES :]}
+        entries = entries[: limits.MAX_ENV_ENTRIES]
     for item in entries:
         item = _dict(item)
         name = item.get("name")
@@ -375,12 +479,20 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
             unknown.add(name)
             env.pop(name, None)
             if name in RELEVANT_ENV:
-                diags.append(Diagnostic("warning", f"{name} comes from valueFrom: its value is "
-                                        "unknown to vllm-sizer", flag=name))
+                diags.append(
+                    Diagnostic(
+                        "warning",
+                        f"{name} comes from valueFrom: its value is unknown to vllm-sizer",
+                        flag=name,
+                    )
+                )
             continue
         raw = item.get("value")
-        value = "" if raw is None else (("true" if raw else "false") if isinstance(raw, bool)
-                                        else str(raw))
+        value = (
+            ""
+            if raw is None
+            else (("true" if raw else "false") if isinstance(raw, bool) else str(raw))
+        )
         cut: list[str] = []
         value, _ = kube_expand(value, lambda n: env.get(n), cut)
         if cut:  # past the expansion bounds: the value the kubelet computes is unknown here
@@ -397,8 +509,13 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
             for key in ("configMapRef", "secretRef"):
                 if isinstance(_dict(ef.get(key)).get("name"), str):
                     sources.append(f"{key} {ef[key]['name']}")
-        diags.append(Diagnostic("info", "envFrom (" + (", ".join(sources) or "?") + "): variables "
-                                "it sets (e.g. VLLM_CPU_KVCACHE_SPACE) are unknown to vllm-sizer"))
+        diags.append(
+            Diagnostic(
+                "info",
+                "envFrom (" + (", ".join(sources) or "?") + "): variables "
+                "it sets (e.g. VLLM_CPU_KVCACHE_SPACE) are unknown to vllm-sizer",
+            )
+        )
     return env, unknown, bool(env_from), diags
 
 
@@ -409,15 +526,19 @@ def _memory(resources: dict, section: str, diags: list[Diagnostic]) -> int | Non
     try:
         return parse_quantity(raw)
     except ValueError:
-        diags.append(Diagnostic("error", "not a memory quantity", f"resources.{section}.memory",
-                                str(raw)))
+        diags.append(
+            Diagnostic("error", "not a memory quantity", f"resources.{section}.memory", str(raw))
+        )
         return None
 
 
 def _dev_shm(view: ContainerView, diags: list[Diagnostic]) -> tuple[bool, int | None]:
     """(a memory-backed emptyDir is mounted at /dev/shm, its sizeLimit in bytes or None)."""
-    mounts = {_dict(m).get("name") for m in _list(view.container.get("volumeMounts"))
-              if _dict(m).get("mountPath") in ("/dev/shm", "/dev/shm/")}
+    mounts = {
+        _dict(m).get("name")
+        for m in _list(view.container.get("volumeMounts"))
+        if _dict(m).get("mountPath") in ("/dev/shm", "/dev/shm/")
+    }
     for vol in _list(view.pod_spec.get("volumes")):
         vol = _dict(vol)
         if vol.get("name") in mounts:
@@ -429,8 +550,11 @@ def _dev_shm(view: ContainerView, diags: list[Diagnostic]) -> tuple[bool, int | 
             try:
                 return True, parse_quantity(ed["sizeLimit"])
             except ValueError:
-                diags.append(Diagnostic("warning", "not a quantity", "emptyDir.sizeLimit",
-                                        str(ed["sizeLimit"])))
+                diags.append(
+                    Diagnostic(
+                        "warning", "not a quantity", "emptyDir.sizeLimit", str(ed["sizeLimit"])
+                    )
+                )
                 return True, None
     return False, None
 
@@ -446,28 +570,45 @@ def _storage_model(uri: str) -> str:
     org/name)."""
     for prefix in ("hf://", "huggingface://"):
         if uri.lower().startswith(prefix):
-            return uri[len(prefix):].split("@", 1)[0].strip("/")
+            return uri[len(prefix) :].split("@", 1)[0].strip("/")
     return uri
 
 
-def _bare(info: _ObjectInfo, view: ContainerView, diags: list[Diagnostic],
-          skip_reason: str | None = None) -> Workload:
+def _bare(
+    info: _ObjectInfo, view: ContainerView, diags: list[Diagnostic], skip_reason: str | None = None
+) -> Workload:
     c = view.container
     return Workload(
-        kind=info.kind, api_version=info.api_version, namespace=info.namespace, name=info.name,
-        container=view.name, container_path=view.container_path, settings=None, model=None,
-        model_config=None, model_config_source="none", image=_str(c.get("image")),
-        limit_bytes=None, request_bytes=None, resources_path=view.resources_path,
+        kind=info.kind,
+        api_version=info.api_version,
+        namespace=info.namespace,
+        name=info.name,
+        container=view.name,
+        container_path=view.container_path,
+        settings=None,
+        model=None,
+        model_config=None,
+        model_config_source="none",
+        image=_str(c.get("image")),
+        limit_bytes=None,
+        request_bytes=None,
+        resources_path=view.resources_path,
         annotations=dict(info.annotations),
         diagnostics=[dataclasses.replace(d, container=view.name) for d in info.diagnostics + diags],
-        skip_reason=info.skip_reason or skip_reason or view.skip_reason, runtime=view.runtime,
-        **_view_fields(view))
+        skip_reason=info.skip_reason or skip_reason or view.skip_reason,
+        runtime=view.runtime,
+        **_view_fields(view),
+    )
 
 
 def _view_fields(view: ContainerView) -> dict[str, Any]:
-    return dict(patchable=view.patchable, labels_path=view.labels_path,
-                limit_path=view.limit_path, request_path=view.request_path,
-                env_path=view.env_path)
+    return dict(
+        patchable=view.patchable,
+        labels_path=view.labels_path,
+        limit_path=view.limit_path,
+        request_path=view.request_path,
+        env_path=view.env_path,
+    )
 
 
 def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
@@ -477,11 +618,21 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     if view.bare:
         return _bare(info, view, diags)
     if c.get("_dynamo"):
-        diags.append(Diagnostic("info", "python -m dynamo.vllm takes vLLM's engine flags: read as "
-                                "vLLM's api_server (Dynamo's own flags are not read)"))
+        diags.append(
+            Diagnostic(
+                "info",
+                "python -m dynamo.vllm takes vLLM's engine flags: read as "
+                "vLLM's api_server (Dynamo's own flags are not read)",
+            )
+        )
         if c.get("_dynamo_tag"):
-            diags.append(Diagnostic("info", f"image tag {c['_dynamo_tag']} is Dynamo's release, "
-                                    "not vLLM's: the vLLM version is unknown"))
+            diags.append(
+                Diagnostic(
+                    "info",
+                    f"image tag {c['_dynamo_tag']} is Dynamo's release, "
+                    "not vLLM's: the vLLM version is unknown",
+                )
+            )
 
     env, unknown, maybe_env, env_diags = _read_env(c)
     diags += env_diags
@@ -502,17 +653,37 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     args = kx(_words(c.get("args")))
     for name in dict.fromkeys(kube_unresolved):
         if name in view.injected_env and name not in env:
-            diags.append(Diagnostic("info", f"$({name}) is set by the LeaderWorkerSet controller: "
-                                    "read literally", flag=f"$({name})"))
+            diags.append(
+                Diagnostic(
+                    "info",
+                    f"$({name}) is set by the LeaderWorkerSet controller: read literally",
+                    flag=f"$({name})",
+                )
+            )
         elif name in unknown:
-            diags.append(Diagnostic("warning", f"$({name}) comes from valueFrom: its value is "
-                                    "unknown, read literally", flag=f"$({name})"))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    f"$({name}) comes from valueFrom: its value is unknown, read literally",
+                    flag=f"$({name})",
+                )
+            )
         elif maybe_env:
-            diags.append(Diagnostic("warning", f"$({name}) may come from envFrom: its value is "
-                                    "unknown, read literally", flag=f"$({name})"))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    f"$({name}) may come from envFrom: its value is unknown, read literally",
+                    flag=f"$({name})",
+                )
+            )
         else:
-            diags.append(Diagnostic("warning", f"$({name}) is not in the container's env: the "
-                                    "kubelet leaves it literally", flag=f"$({name})"))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    f"$({name}) is not in the container's env: the kubelet leaves it literally",
+                    flag=f"$({name})",
+                )
+            )
 
     if command:
         argv = command + args
@@ -521,40 +692,66 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     else:
         ep = images.entrypoint_for(image)
         if ep is not None:
-            if ep[-1] != HF_SERVER_MODULE and (find_invocation(args) is not None
-                                               or find_shell(args)):
-                diags.append(Diagnostic(
-                    "error", f"args repeat a command although the image's ENTRYPOINT "
-                    f"({' '.join(ep)}) runs first: vLLM will reject the arguments and the pod "
-                    "will not start; sized from the command in args"))
+            if ep[-1] != HF_SERVER_MODULE and (
+                find_invocation(args) is not None or find_shell(args)
+            ):
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        f"args repeat a command although the image's ENTRYPOINT "
+                        f"({' '.join(ep)}) runs first: vLLM will reject the arguments and the pod "
+                        "will not start; sized from the command in args",
+                    )
+                )
                 argv = args
             else:
                 argv = ep + args
                 row = images.vendor_image(image)
-                diags.append(Diagnostic("info", f"command from the image's ENTRYPOINT "
-                                        f"({' '.join(ep)}, " + (f"from {row.source}" if row
-                                                                else "by image tag") + ")"))
-        elif view.llmisvc or find_invocation(args) is not None or find_shell(args) \
-                or _find_hf(args) is not None:
+                diags.append(
+                    Diagnostic(
+                        "info",
+                        f"command from the image's ENTRYPOINT "
+                        f"({' '.join(ep)}, "
+                        + (f"from {row.source}" if row else "by image tag")
+                        + ")",
+                    )
+                )
+        elif (
+            view.llmisvc
+            or find_invocation(args) is not None
+            or find_shell(args)
+            or _find_hf(args) is not None
+        ):
             argv = args
         elif image and "vllm" in image.lower() and args and args[0].startswith("-"):
             # an image name is no evidence of a vLLM server: only a known ENTRYPOINT is
             row = images.vendor_image(image)
-            why = (f"its build file has no ENTRYPOINT that runs vLLM ({row.source})" if row
-                   else "its ENTRYPOINT is unknown to vllm-sizer")
-            diags.append(Diagnostic(
-                "warning", f"image {image}: only args are given and {why}: not sized (give "
-                "the command, e.g. command: [vllm, serve])"))
+            why = (
+                f"its build file has no ENTRYPOINT that runs vLLM ({row.source})"
+                if row
+                else "its ENTRYPOINT is unknown to vllm-sizer"
+            )
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    f"image {image}: only args are given and {why}: not sized (give "
+                    "the command, e.g. command: [vllm, serve])",
+                )
+            )
             argv = args
         else:
             argv = args
 
     candidates = _locate_all(argv, env, unknown, maybe_env)
     located = candidates[0] if candidates else None
-    if any(len(c.flags) > limits.MAX_ARGS or any(len(f) > limits.MAX_ARG_CHARS for f in c.flags)
-           for c in candidates):
-        limits.current().note(f"the vLLM command line has more than {limits.MAX_ARGS} "
-                              f"arguments or one longer than {limits.MAX_ARG_CHARS} characters")
+    if any(
+        len(c.flags) > limits.MAX_ARGS or any(len(f) > limits.MAX_ARG_CHARS for f in c.flags)
+        for c in candidates
+    ):
+        limits.current().note(
+            f"the vLLM command line has more than {limits.MAX_ARGS} "
+            f"arguments or one longer than {limits.MAX_ARG_CHARS} characters"
+        )
         return _bare(info, view, diags)
     extra_flags = list(view.extra_flags)
     if view.llmisvc:
@@ -563,8 +760,13 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             # KServe (userSuppliedLoRAConfig): adapters given by hand replace spec.model.lora
             cut = extra_flags.index("--enable-lora")
             extra_flags = extra_flags[:cut]
-            diags.append(Diagnostic("info", "--lora-modules given in the container: KServe does "
-                                    "not add spec.model.lora's flags"))
+            diags.append(
+                Diagnostic(
+                    "info",
+                    "--lora-modules given in the container: KServe does "
+                    "not add spec.model.lora's flags",
+                )
+            )
         if located is None:
             # KServe's template: vllm serve <model> ... $VLLM_ADDITIONAL_ARGS, then the
             # container's args, in front of which KServe puts the LoRA flags
@@ -573,49 +775,89 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             candidates = [located]
         elif extra_flags:
             for cand in candidates:
-                first = cand.flags[:1] if cand.positional and cand.flags \
-                    and not cand.flags[0].startswith("-") else []
-                cand.flags = [*first, *extra_flags, *cand.flags[len(first):]]
+                first = (
+                    cand.flags[:1]
+                    if cand.positional and cand.flags and not cand.flags[0].startswith("-")
+                    else []
+                )
+                cand.flags = [*first, *extra_flags, *cand.flags[len(first) :]]
     if located is None:
         words = " ".join(argv)
         # evidence of vLLM: one of vLLM's (or KServe's) images, or a KServe runtime; a name
         # that merely contains "vllm" (vllm-sizer itself) is none
-        vllm_like = images.is_vllm_image(image) or images.is_hf_server_image(image) \
-            or images.vendor_image(image) is not None or view.runtime is not None
+        vllm_like = (
+            images.is_vllm_image(image)
+            or images.is_hf_server_image(image)
+            or images.vendor_image(image) is not None
+            or view.runtime is not None
+        )
         if vllm_like and re.search(r"\bray\b.*\bstart\b", words) and "--head" not in words:
-            return _bare(info, view, diags, skip_reason="Ray worker without a vLLM command: "
-                         "sized with the leader that runs vLLM")
+            return _bare(
+                info,
+                view,
+                diags,
+                skip_reason="Ray worker without a vLLM command: "
+                "sized with the leader that runs vLLM",
+            )
         if vllm_like:
-            diags.append(Diagnostic("warning", "no vLLM command found (vllm serve, the api_server "
-                                    "module, or KServe's huggingfaceserver): cannot size",
-                                    raw=words[:200] or None))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    "no vLLM command found (vllm serve, the api_server "
+                    "module, or KServe's huggingfaceserver): cannot size",
+                    raw=words[:200] or None,
+                )
+            )
             return _bare(info, view, diags)
         return None
     if len(candidates) > 1:
-        diags.append(Diagnostic(
-            "info", f"{len(candidates)} vLLM invocations in one container (a script's "
-            "branches): each is read, and the one with the largest estimate is sized"))
+        diags.append(
+            Diagnostic(
+                "info",
+                f"{len(candidates)} vLLM invocations in one container (a script's "
+                "branches): each is read, and the one with the largest estimate is sized",
+            )
+        )
     primary = _read_invocation(info, view, c, image, env, list(diags), candidates[0], unknown)
-    primary.alternatives = [_read_invocation(info, view, c, image, env, list(diags), alt, unknown)
-                            for alt in candidates[1:]]
+    primary.alternatives = [
+        _read_invocation(info, view, c, image, env, list(diags), alt, unknown)
+        for alt in candidates[1:]
+    ]
     return primary
 
 
-def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str | None,
-                     env: dict[str, str], diags: list[Diagnostic], located: "_Located",
-                     unknown: set[str]) -> Workload:
+def _read_invocation(
+    info: _ObjectInfo,
+    view: ContainerView,
+    c: dict,
+    image: str | None,
+    env: dict[str, str],
+    diags: list[Diagnostic],
+    located: "_Located",
+    unknown: set[str],
+) -> Workload:
     """One vLLM invocation of a container → a Workload (settings, model, diagnostics)."""
     for lit in dict.fromkeys(located.unresolved):
-        diags.append(Diagnostic("warning", f"shell expansion {lit} has no known value (valueFrom, "
-                                "envFrom, the image or a command): left literal", flag=lit))
+        diags.append(
+            Diagnostic(
+                "warning",
+                f"shell expansion {lit} has no known value (valueFrom, "
+                "envFrom, the image or a command): left literal",
+                flag=lit,
+            )
+        )
 
     for tok in located.flags:
         if tok.startswith("-") and re.search(r"\s", tok.partition("=")[0].strip()):
-            diags.append(Diagnostic(
-                "warning", "one argument holds a flag and its value separated by a space: "
-                "argparse does not split it and reads it as one argument (write them as two items, "
-                "or use =)",
-                raw=tok[:120]))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    "one argument holds a flag and its value separated by a space: "
+                    "argparse does not split it and reads it as one argument (write them as two items, "
+                    "or use =)",
+                    raw=tok[:120],
+                )
+            )
     version = images.image_version(image)
     loader = info.config_loader()
     if located.files:
@@ -624,24 +866,45 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
     else:
-        floor = vllm_flags.latest_version() if version is None and \
-            images.is_newest_tag(image) else None
-        parsed = parse_vllm_args(located.flags, version=version, config_loader=loader,
-                                 positional_model=located.positional, strict=True,
-                                 version_floor=floor)
+        floor = (
+            vllm_flags.latest_version() if version is None and images.is_newest_tag(image) else None
+        )
+        parsed = parse_vllm_args(
+            located.flags,
+            version=version,
+            config_loader=loader,
+            positional_model=located.positional,
+            strict=True,
+            version_floor=floor,
+        )
         if not located.positional:  # the api_server module takes no positional model
             for d in list(parsed.diagnostics):
                 if d.message == "unexpected positional argument":
                     parsed.diagnostics.remove(d)
-                    parsed.diagnostics.append(Diagnostic(
-                        "warning", "positional argument: the api_server module ignores it or "
-                        "fails (pass the model with --model)", raw=d.raw))
+                    parsed.diagnostics.append(
+                        Diagnostic(
+                            "warning",
+                            "positional argument: the api_server module ignores it or "
+                            "fails (pass the model with --model)",
+                            raw=d.raw,
+                        )
+                    )
         if parsed.unknown_flags:
-            diags.append(Diagnostic("info", "flags without a known memory effect, not read: "
-                                    + " ".join(dict.fromkeys(parsed.unknown_flags))))
+            diags.append(
+                Diagnostic(
+                    "info",
+                    "flags without a known memory effect, not read: "
+                    + " ".join(dict.fromkeys(parsed.unknown_flags)),
+                )
+            )
     if parsed.config_file is None and info.vllm_config is not None:
-        diags.append(Diagnostic("info", f"{ANNOTATION_VLLM_CONFIG} is set but the command has no "
-                                "two-token --config FILE: ignored"))
+        diags.append(
+            Diagnostic(
+                "info",
+                f"{ANNOTATION_VLLM_CONFIG} is set but the command has no "
+                "two-token --config FILE: ignored",
+            )
+        )
 
     eff_env = {**env, **located.env}
     env_values, env_diags = env_settings(eff_env)
@@ -656,19 +919,33 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
         raw_q = _dict(resources.get(section)).get("memory")
         if raw_q is not None and (limit if section == "limits" else request) is None:
             # an unreadable (or absurd: 1e31) quantity is not "unset": never write over it
-            patch_blocked = patch_blocked or (f"resources.{section}.memory {str(raw_q)[:40]!r} "
-                                              "is not a memory quantity vllm-sizer can read")
+            patch_blocked = patch_blocked or (
+                f"resources.{section}.memory {str(raw_q)[:40]!r} "
+                "is not a memory quantity vllm-sizer can read"
+            )
     if request is None and limit is not None:
         request = limit  # Kubernetes defaults a missing request to the limit
     pod_limit = _dict(_dict(view.pod_spec.get("resources")).get("limits")).get("memory")
     if pod_limit is not None:
-        diags.append(Diagnostic("info", "a pod-level memory limit also applies (shared by all "
-                                "containers); only the container's limit is sized",
-                                "spec.resources.limits.memory", str(pod_limit)))
+        diags.append(
+            Diagnostic(
+                "info",
+                "a pod-level memory limit also applies (shared by all "
+                "containers); only the container's limit is sized",
+                "spec.resources.limits.memory",
+                str(pod_limit),
+            )
+        )
 
     arg_device = parsed.values.pop("device", None)
-    dev = detect_device(image=image, arg_device=arg_device, env=eff_env, resources=resources,
-                        pod_spec=view.pod_spec, container=c)
+    dev = detect_device(
+        image=image,
+        arg_device=arg_device,
+        env=eff_env,
+        resources=resources,
+        pod_spec=view.pod_spec,
+        container=c,
+    )
     diags += dev.diagnostics
 
     preload = eff_env.get("LD_PRELOAD")
@@ -685,9 +962,14 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
         if (hf_args.backend or "auto").lower() == "huggingface":
             skip_reason = "KServe Hugging Face server with --backend=huggingface: not vLLM"
         elif (hf_args.backend or "auto").lower() != "vllm":
-            diags.append(Diagnostic("info", "KServe's Hugging Face server uses vLLM only where "
-                                    "vLLM imports and supports the architecture (else the "
-                                    "Transformers backend, not sized by this estimate)"))
+            diags.append(
+                Diagnostic(
+                    "info",
+                    "KServe's Hugging Face server uses vLLM only where "
+                    "vLLM imports and supports the architecture (else the "
+                    "Transformers backend, not sized by this estimate)",
+                )
+            )
         # huggingfaceserver: --model_id wins; otherwise --model_dir (default /mnt/models,
         # where KServe downloads the storageUri)
         if hf_args.model_id:
@@ -701,11 +983,17 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
         model = _storage_model(storage)
     if model is None:
         model = _default_model(version)
-        diags.append(Diagnostic("warning", f"no model on the command line: vLLM serves its "
-                                f"default model {model}"))
+        diags.append(
+            Diagnostic(
+                "warning", f"no model on the command line: vLLM serves its default model {model}"
+            )
+        )
     if model == MODEL_DIR:
-        diags.append(Diagnostic("warning", f"model {MODEL_DIR} with no storageUri: the model "
-                                "behind it is unknown"))
+        diags.append(
+            Diagnostic(
+                "warning", f"model {MODEL_DIR} with no storageUri: the model behind it is unknown"
+            )
+        )
     lookup_keys.append(model)
     parsed.model = model
 
@@ -715,53 +1003,102 @@ def _read_invocation(info: _ObjectInfo, view: ContainerView, c: dict, image: str
         if dtype == "auto":
             if dev.device in ("cuda", "rocm"):
                 parsed.values["dtype"] = "float16"
-                diags.append(Diagnostic("info", "KServe's Hugging Face server turns --dtype auto "
-                                        "into float16 on GPU", "--dtype", hf_args.dtype or "auto"))
+                diags.append(
+                    Diagnostic(
+                        "info",
+                        "KServe's Hugging Face server turns --dtype auto into float16 on GPU",
+                        "--dtype",
+                        hf_args.dtype or "auto",
+                    )
+                )
             elif dev.device == "cpu":
                 parsed.values["dtype"] = "float32"
-                diags.append(Diagnostic("info", "KServe's Hugging Face server turns --dtype auto "
-                                        "into float32 on CPU (twice the weights of bfloat16; "
-                                        "--dtype bfloat16 halves them)", "--dtype",
-                                        hf_args.dtype or "auto"))
+                diags.append(
+                    Diagnostic(
+                        "info",
+                        "KServe's Hugging Face server turns --dtype auto "
+                        "into float32 on CPU (twice the weights of bfloat16; "
+                        "--dtype bfloat16 halves them)",
+                        "--dtype",
+                        hf_args.dtype or "auto",
+                    )
+                )
         if dev.device in ("cuda", "rocm") and dev.gpu_count:
             set_tp = parsed.values.get("tensor_parallel_size")
             if set_tp is not None and set_tp != dev.gpu_count:
-                diags.append(Diagnostic("warning", f"KServe's Hugging Face server sets tensor "
-                                        f"parallel to the GPU count ({dev.gpu_count})",
-                                        "--tensor-parallel-size", str(set_tp)))
+                diags.append(
+                    Diagnostic(
+                        "warning",
+                        f"KServe's Hugging Face server sets tensor "
+                        f"parallel to the GPU count ({dev.gpu_count})",
+                        "--tensor-parallel-size",
+                        str(set_tp),
+                    )
+                )
             parsed.values["tensor_parallel_size"] = dev.gpu_count
 
     if parsed.lora_modules and not parsed.values.get("enable_lora"):
-        diags.append(Diagnostic("warning", "--lora-modules without --enable-lora: vLLM refuses "
-                                "to start", "--lora-modules", " ".join(parsed.lora_modules)[:200]))
+        diags.append(
+            Diagnostic(
+                "warning",
+                "--lora-modules without --enable-lora: vLLM refuses to start",
+                "--lora-modules",
+                " ".join(parsed.lora_modules)[:200],
+            )
+        )
 
     shm = _dev_shm(view, diags)
     facts: dict[str, Any] = dict(
-        device=dev.device, vllm_version=str(version) if version else None,
-        gpu_memory_bytes=dev.gpu_memory_bytes, gpu_product=dev.gpu_product,
-        memory_limit_bytes=limit, allocator=allocator, dev_shm_memory=shm[0], dev_shm_bytes=shm[1],
-        **env_values)
+        device=dev.device,
+        vllm_version=str(version) if version else None,
+        gpu_memory_bytes=dev.gpu_memory_bytes,
+        gpu_product=dev.gpu_product,
+        memory_limit_bytes=limit,
+        allocator=allocator,
+        dev_shm_memory=shm[0],
+        dev_shm_bytes=shm[1],
+        **env_values,
+    )
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags
 
-    config, source, cdiags, model_note = _resolve_config(info, lookup_keys,
-                                                         _served_names(located.flags))
+    config, source, cdiags, model_note = _resolve_config(
+        info, lookup_keys, _served_names(located.flags)
+    )
     diags += cdiags
 
     return Workload(
-        kind=info.kind, api_version=info.api_version, namespace=info.namespace, name=info.name,
-        container=view.name, container_path=view.container_path, settings=settings,
-        model=model, model_config=config, model_config_source=source, image=image,
-        limit_bytes=limit, request_bytes=request, resources_path=view.resources_path,
-        env=dict(env), annotations=dict(info.annotations),
-        diagnostics=[dataclasses.replace(d, container=view.name)
-                     for d in info.diagnostics + diags],
+        kind=info.kind,
+        api_version=info.api_version,
+        namespace=info.namespace,
+        name=info.name,
+        container=view.name,
+        container_path=view.container_path,
+        settings=settings,
+        model=model,
+        model_config=config,
+        model_config_source=source,
+        image=image,
+        limit_bytes=limit,
+        request_bytes=request,
+        resources_path=view.resources_path,
+        env=dict(env),
+        annotations=dict(info.annotations),
+        diagnostics=[dataclasses.replace(d, container=view.name) for d in info.diagnostics + diags],
         skip_reason=info.skip_reason or skip_reason or view.skip_reason,
-        effective_env=eff_env, gpu_count=dev.gpu_count, device=dev.device, vllm_version=version,
-        lora_modules=list(parsed.lora_modules), argv=list(located.flags), runtime=view.runtime,
-        model_note=model_note, patch_blocked=patch_blocked,
-        env_unknown=sorted(unknown - set(eff_env)), env_from=_env_from_sources(c),
-        **_view_fields(view))
+        effective_env=eff_env,
+        gpu_count=dev.gpu_count,
+        device=dev.device,
+        vllm_version=version,
+        lora_modules=list(parsed.lora_modules),
+        argv=list(located.flags),
+        runtime=view.runtime,
+        model_note=model_note,
+        patch_blocked=patch_blocked,
+        env_unknown=sorted(unknown - set(eff_env)),
+        env_from=_env_from_sources(c),
+        **_view_fields(view),
+    )
 
 
 def _served_names(flags: list[str]) -> list[str]:
@@ -774,7 +1111,7 @@ def _served_names(flags: list[str]) -> list[str]:
         if eq:
             out.append(value)
             continue
-        for nxt in flags[i + 1:]:
+        for nxt in flags[i + 1 :]:
             if nxt.startswith("-"):
                 break
             out.append(nxt)
@@ -792,28 +1129,44 @@ def _env_from_sources(container: dict) -> list[str]:
     return out
 
 
-def _script_files_loader(files: dict[str, str], fallback: Callable[[str], dict | None] | None,
-                         diags: list[Diagnostic]) -> Callable[[str], dict | None]:
+def _script_files_loader(
+    files: dict[str, str], fallback: Callable[[str], dict | None] | None, diags: list[Diagnostic]
+) -> Callable[[str], dict | None]:
     """--config FILE written by the container's own script (`cat > FILE <<EOF`) first."""
+
     def load(path: str) -> dict | None:
         if path in files:
             try:
                 loaded = limits.load_yaml(files[path])
             except Exception as exc:  # noqa: BLE001 - yaml raises many types
-                diags.append(Diagnostic("error", f"the script writes this --config file, but it "
-                                        f"is not read ({(str(exc).splitlines() or ['?'])[0]})",
-                                        "--config", path))
+                diags.append(
+                    Diagnostic(
+                        "error",
+                        f"the script writes this --config file, but it "
+                        f"is not read ({(str(exc).splitlines() or ['?'])[0]})",
+                        "--config",
+                        path,
+                    )
+                )
                 return None
             if isinstance(loaded, dict):
-                diags.append(Diagnostic("info", "--config file contents read from the script "
-                                        "that writes it", "--config", path))
+                diags.append(
+                    Diagnostic(
+                        "info",
+                        "--config file contents read from the script that writes it",
+                        "--config",
+                        path,
+                    )
+                )
                 return loaded
         return fallback(path) if fallback else None
+
     return load
 
 
-def _resolve_config(info: _ObjectInfo, keys: list[str], served_names: list[str] | None = None
-                    ) -> tuple[dict[str, Any] | None, str, list[Diagnostic], str | None]:
+def _resolve_config(
+    info: _ObjectInfo, keys: list[str], served_names: list[str] | None = None
+) -> tuple[dict[str, Any] | None, str, list[Diagnostic], str | None]:
     """(config, source, diagnostics, note) for the model the container serves: the object's
     annotation, then the catalog by exact id or path, then the caller's resolver (cluster
     ConfigMaps, the Hub), then the catalog's name rules (estimator.names), then the
@@ -837,44 +1190,73 @@ def _resolve_config(info: _ObjectInfo, keys: list[str], served_names: list[str] 
             try:
                 cfg = resolver(key)
             except Exception as exc:  # noqa: BLE001 - a caller's resolver must not break us
-                diags.append(Diagnostic("warning", f"model resolver failed for {key!r}: "
-                                        f"{type(exc).__name__}: {exc}"))
+                diags.append(
+                    Diagnostic(
+                        "warning", f"model resolver failed for {key!r}: {type(exc).__name__}: {exc}"
+                    )
+                )
                 continue
             if isinstance(cfg, dict) and cfg:
                 return cfg, "resolver", diags, None
     by_alias = [resolve_model(n) for n in (served_names or []) if n not in keys]
-    for res, via in [(r, None) for r in resolutions] + [(r, "--served-model-name") for r in by_alias]:
+    for res, via in [(r, None) for r in resolutions] + [
+        (r, "--served-model-name") for r in by_alias
+    ]:
         if res.config is not None:
             note = res.note if via is None else f"{res.note}, the name given by {via}"
-            diags.append(Diagnostic(
-                "warning", f"{note}; if that is wrong, supply the config with the "
-                f"{ANNOTATION_MODEL_CONFIG} annotation", raw=res.query))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    f"{note}; if that is wrong, supply the config with the "
+                    f"{ANNOTATION_MODEL_CONFIG} annotation",
+                    raw=res.query,
+                )
+            )
             return res.config, "catalog", diags, note
     model = keys[0] if keys else "(none)"
     refusal = next((r.refusal for r in resolutions if r.refusal), None)
-    diags.append(Diagnostic("error", f"cannot size: no config.json known for model {model!r} ("
-                            + (refusal if refusal else "not in the built-in catalog and no "
-                               "name rule matches" + (", not found by the resolver"
-                                                      if resolver is not None else ""))
-                            + "). " + _how_to_supply(model, info), raw=model))
+    diags.append(
+        Diagnostic(
+            "error",
+            f"cannot size: no config.json known for model {model!r} ("
+            + (
+                refusal
+                if refusal
+                else "not in the built-in catalog and no "
+                "name rule matches"
+                + (", not found by the resolver" if resolver is not None else "")
+            )
+            + "). "
+            + _how_to_supply(model, info),
+            raw=model,
+        )
+    )
     return None, "none", diags, None
 
 
 def _how_to_supply(model: str, info: _ObjectInfo) -> str:
     """The way of supplying a config that fits this object and this kind of model name."""
     where = f"{info.kind} {info.namespace + '/' if info.namespace else ''}{info.name}"
-    annotation = (f"set the {ANNOTATION_MODEL_CONFIG} annotation on {where} to the model's "
-                  "config.json")
-    if model.startswith(("/", ".")) or "://" in model and not model.lower().startswith(
-            ("hf://", "huggingface://")):
-        return (f"The model is read from {model!r}, which vllm-sizer cannot open: {annotation} "
-                "(the file vLLM reads there at start)")
+    annotation = (
+        f"set the {ANNOTATION_MODEL_CONFIG} annotation on {where} to the model's config.json"
+    )
+    if (
+        model.startswith(("/", "."))
+        or "://" in model
+        and not model.lower().startswith(("hf://", "huggingface://"))
+    ):
+        return (
+            f"The model is read from {model!r}, which vllm-sizer cannot open: {annotation} "
+            "(the file vLLM reads there at start)"
+        )
     hub_id = catalog.normalise_model_id(model)
     if hub_id.count("/") == 1:
         org, name = model.split("://", 1)[-1].split("@", 1)[0].strip("/").split("/", 1)
-        return (f"Supply it: {annotation}, or put it in a ConfigMap labelled "
-                f"vllm-sizer.io/model-configs=true under the key '{org}--{name}', or enable the "
-                "Hub lookup (hub.enabled)")
+        return (
+            f"Supply it: {annotation}, or put it in a ConfigMap labelled "
+            f"vllm-sizer.io/model-configs=true under the key '{org}--{name}', or enable the "
+            "Hub lookup (hub.enabled)"
+        )
     return f"Supply it: {annotation}"
 
 

@@ -34,8 +34,25 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _PLAIN_RUN = re.compile(r"[^ \t\r\n;|()&<>\\'\"$`]+")  # ordinary word characters
 _QUOTED_RUN = re.compile(r'[^"\\$`]+')  # ordinary characters inside double quotes
-KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}",
-            "time", "case", "esac", "for", "in"}
+KEYWORDS = {
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "do",
+    "done",
+    "while",
+    "until",
+    "!",
+    "{",
+    "}",
+    "time",
+    "case",
+    "esac",
+    "for",
+    "in",
+}
 MAX_SCRIPT = 200_000  # characters; longer scripts are read up to this point
 MAX_DEPTH = 4  # nested `sh -c` levels
 
@@ -84,14 +101,21 @@ def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
                 j += 1  # `-o pipefail`
             j += 1
         if has_c and j < len(argv):
-            return str(argv[j]), [str(a) for a in argv[j + 1:]]
+            return str(argv[j]), [str(a) for a in argv[j + 1 :]]
         return None
     return None
 
 
 class _Tokenizer:
-    def __init__(self, script: str, vars_: dict[str, str], unknown: set[str], maybe_env: bool,
-                 positional: list[str], depth: int = 0):
+    def __init__(
+        self,
+        script: str,
+        vars_: dict[str, str],
+        unknown: set[str],
+        maybe_env: bool,
+        positional: list[str],
+        depth: int = 0,
+    ):
         self.depth = depth  # nesting of ${X:-${Y:-...}} defaults
         self.s = script[:MAX_SCRIPT]
         self.vars = vars_
@@ -135,8 +159,11 @@ class _Tokenizer:
         op, word = op_m.group(1), op_m.group(2)
         if self.depth >= 8:
             return "unknown", None
-        word_value = " ".join(_Tokenizer(word, self.vars, self.unknown, self.maybe_env,
-                                         self.positional, self.depth + 1).words_only())
+        word_value = " ".join(
+            _Tokenizer(
+                word, self.vars, self.unknown, self.maybe_env, self.positional, self.depth + 1
+            ).words_only()
+        )
         if state == "unknown":
             return "unknown", None
         empty = state == "unset" or (op.startswith(":") and value == "")
@@ -189,26 +216,27 @@ class _Tokenizer:
         if nxt == "{":
             end = self._match(i + 1, "{", "}")
             self.i = end
-            inner = s[i + 2:end - 1]
+            inner = s[i + 2 : end - 1]
             state, value = self._braced(inner)
             return state, value or "", s[i:end], inner in ("@", "*")
         m = _NAME_RE.match(s, i + 1) if nxt else None
         if m:
             self.i = m.end()
             state, value = self._state(m.group(0))
-            return state, value or "", s[i:m.end()], False
+            return state, value or "", s[i : m.end()], False
         if nxt and (nxt in "0123456789@*#?$!-"):
             self.i = i + 2
             state, value = self._special(nxt)
-            return state, value or "", s[i:i + 2], nxt in ("@", "*")
+            return state, value or "", s[i : i + 2], nxt in ("@", "*")
         self.i = i + 1
         return "lit", "$", "$", False
 
     # ---------------------------------------------------------------- tokenizing
     def _expand_text(self, text: str) -> str:
         """Here-document body with an unquoted delimiter: parameter expansion only."""
-        sub = _Tokenizer(text, self.vars, self.unknown, self.maybe_env, self.positional,
-                         self.depth + 1)
+        sub = _Tokenizer(
+            text, self.vars, self.unknown, self.maybe_env, self.positional, self.depth + 1
+        )
         out: list[str] = []
         while sub.i < len(sub.s):
             ch = sub.s[sub.i]
@@ -233,7 +261,7 @@ class _Tokenizer:
             while self.i < n:
                 end = s.find("\n", self.i)
                 end = n if end < 0 else end
-                line = s[self.i:end]
+                line = s[self.i : end]
                 self.i = end + 1
                 if strip_tabs:
                     line = line.lstrip("\t")
@@ -351,7 +379,7 @@ class _Tokenizer:
                 j = self.i
                 while j < n and s[j] in "<>&|":
                     j += 1
-                op, self.i = s[self.i:j], j
+                op, self.i = s[self.i : j], j
                 if op.startswith("<<") and not op.startswith("<<<"):
                     strip_tabs = self.i < n and s[self.i] == "-"
                     self.i += 1 if strip_tabs else 0
@@ -360,7 +388,7 @@ class _Tokenizer:
                     k = self.i
                     while k < n and s[k] not in " \t\n;&|<>()":
                         k += 1
-                    raw = s[self.i:k]
+                    raw = s[self.i : k]
                     self.i = k
                     delim = raw.replace("'", "").replace('"', "").replace("\\", "")
                     pending.append((delim, strip_tabs, not any(q in raw for q in "'\"\\")))
@@ -387,7 +415,7 @@ class _Tokenizer:
             elif c == "'":
                 end = s.find("'", self.i + 1)
                 end = n if end < 0 else end
-                cur.append(s[self.i + 1:end])
+                cur.append(s[self.i + 1 : end])
                 have = True
                 self.i = end + 1
             elif c == '"':
@@ -407,7 +435,7 @@ class _Tokenizer:
                     elif ch == "`":
                         end = s.find("`", self.i + 1)
                         end = n if end < 0 else end
-                        literal = s[self.i:end + 1]
+                        literal = s[self.i : end + 1]
                         cur.append(literal)
                         unresolved.append(literal)
                         self.i = end + 1
@@ -421,7 +449,7 @@ class _Tokenizer:
             elif c == "`":
                 end = s.find("`", self.i + 1)
                 end = n if end < 0 else end
-                literal = s[self.i:end + 1]
+                literal = s[self.i : end + 1]
                 cur.append(literal)
                 have = True
                 unresolved.append(literal)
@@ -447,8 +475,13 @@ class _Tokenizer:
         return out
 
 
-def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None,
-               maybe_env: bool = False, positional: list[str] | None = None) -> list[Command]:
+def run_script(
+    script: str,
+    env: dict[str, str],
+    unknown: set[str] | None = None,
+    maybe_env: bool = False,
+    positional: list[str] | None = None,
+) -> list[Command]:
     """The simple commands of a script, each with the exported environment it runs with.
     `env`: literal container env; `unknown`: names set from valueFrom (value unknown);
     `maybe_env`: envFrom present, so any other name may be set too."""
@@ -456,8 +489,13 @@ def run_script(script: str, env: dict[str, str], unknown: set[str] | None = None
         return _run_script(script, env, unknown, maybe_env, positional)
 
 
-def _run_script(script: str, env: dict[str, str], unknown: set[str] | None,
-                maybe_env: bool, positional: list[str] | None) -> list[Command]:
+def _run_script(
+    script: str,
+    env: dict[str, str],
+    unknown: set[str] | None,
+    maybe_env: bool,
+    positional: list[str] | None,
+) -> list[Command]:
     vars_ = dict(env)
     exported = dict(env)
     tok = _Tokenizer(script, vars_, set(unknown or ()), maybe_env, list(positional or ["sh"]))
@@ -542,8 +580,14 @@ def _run_script(script: str, env: dict[str, str], unknown: set[str] | None,
             snapshot, changed = dict(exported), False
         if files_changed or files_snapshot is None:
             files_snapshot, files_changed = dict(files), False
-        out.append(Command(words=cmd, env={**snapshot, **prefix} if prefix else snapshot,
-                           unresolved=list(unresolved), files=files_snapshot))
+        out.append(
+            Command(
+                words=cmd,
+                env={**snapshot, **prefix} if prefix else snapshot,
+                unresolved=list(unresolved),
+                files=files_snapshot,
+            )
+        )
     return out
 
 
@@ -569,8 +613,10 @@ def _record_file(cmd: list[str], raw: _Raw, files: dict[str, str]) -> bool:
     if target and content is not None:
         text = (files.get(target, "") if append else "") + content
         if len(text) > limits.MAX_VALUE_CHARS:
-            limits.current().note(f"the script writes more than {limits.MAX_VALUE_CHARS} "
-                                  f"characters to {target[:80]}: its contents are unknown")
+            limits.current().note(
+                f"the script writes more than {limits.MAX_VALUE_CHARS} "
+                f"characters to {target[:80]}: its contents are unknown"
+            )
             files.pop(target, None)
             return True
         files[target] = text

@@ -34,8 +34,11 @@ class Diagnostic:
     container: str | None = None  # set by the workload reader
 
     def __str__(self) -> str:
-        where = f"{self.flag}={self.raw!r}: " if self.flag and self.raw is not None else \
-            (f"{self.flag}: " if self.flag else "")
+        where = (
+            f"{self.flag}={self.raw!r}: "
+            if self.flag and self.raw is not None
+            else (f"{self.flag}: " if self.flag else "")
+        )
         return f"{where}{self.message}"
 
 
@@ -73,50 +76,99 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "device": ("device", "str"),
     # value-taking flags that do not change memory: consumed, not used
     "served-model-name": (None, "list"),
-    "host": (None, "str"), "port": (None, "str"), "uvicorn-log-level": (None, "str"),
-    "tokenizer": (None, "str"), "revision": (None, "str"), "download-dir": (None, "str"),
-    "api-key": (None, "str"), "chat-template": (None, "str"), "tool-call-parser": (None, "str"),
-    "block-size": (None, "int"), "seed": (None, "int"), "load-format": (None, "str"),
-    "distributed-executor-backend": (None, "str"), "compilation-config": (None, "json"),
-    "limit-mm-per-prompt": (None, "json"), "override-generation-config": (None, "json"),
-    "hf-overrides": (None, "json"), "speculative-config": (None, "json"),
-    "reasoning-parser": (None, "str"), "max-log-len": (None, "int"),
-    "trust-remote-code": (None, "bool"), "disable-log-requests": (None, "bool"),
-    "enable-prefix-caching": (None, "bool"), "enable-auto-tool-choice": (None, "bool"),
-    "disable-log-stats": (None, "bool"), "enable-log-requests": (None, "bool"),
+    "host": (None, "str"),
+    "port": (None, "str"),
+    "uvicorn-log-level": (None, "str"),
+    "tokenizer": (None, "str"),
+    "revision": (None, "str"),
+    "download-dir": (None, "str"),
+    "api-key": (None, "str"),
+    "chat-template": (None, "str"),
+    "tool-call-parser": (None, "str"),
+    "block-size": (None, "int"),
+    "seed": (None, "int"),
+    "load-format": (None, "str"),
+    "distributed-executor-backend": (None, "str"),
+    "compilation-config": (None, "json"),
+    "limit-mm-per-prompt": (None, "json"),
+    "override-generation-config": (None, "json"),
+    "hf-overrides": (None, "json"),
+    "speculative-config": (None, "json"),
+    "reasoning-parser": (None, "str"),
+    "max-log-len": (None, "int"),
+    "trust-remote-code": (None, "bool"),
+    "disable-log-requests": (None, "bool"),
+    "enable-prefix-caching": (None, "bool"),
+    "enable-auto-tool-choice": (None, "bool"),
+    "disable-log-stats": (None, "bool"),
+    "enable-log-requests": (None, "bool"),
     # more value-less vLLM flags, so that a positional model after them is not eaten
-    "disable-custom-all-reduce": (None, "bool"), "disable-sliding-window": (None, "bool"),
-    "disable-cascade-attn": (None, "bool"), "skip-tokenizer-init": (None, "bool"),
-    "enable-sleep-mode": (None, "bool"), "disable-frontend-multiprocessing": (None, "bool"),
-    "enable-request-id-headers": (None, "bool"), "enable-prompt-tokens-details": (None, "bool"),
-    "enable-server-load-tracking": (None, "bool"), "disable-fastapi-docs": (None, "bool"),
-    "disable-uvicorn-access-log": (None, "bool"), "enable-expert-parallel": (None, "bool"),
-    "enable-eplb": (None, "bool"), "disable-async-output-proc": (None, "bool"),
-    "return-tokens-as-token-ids": (None, "bool"), "enable-force-include-usage": (None, "bool"),
-    "enable-tokenizer-info-endpoint": (None, "bool"), "async-scheduling": (None, "bool"),
-    "calculate-kv-scales": (None, "bool"), "enable-log-outputs": (None, "bool"),
-    "headless": (None, "bool"), "enable-lora-bias": (None, "bool"),
-    "disable-mm-preprocessor-cache": (None, "bool"), "enable-reasoning": (None, "bool"),
-    "use-v2-block-manager": (None, "bool"), "disable-hybrid-kv-cache-manager": (None, "bool"),
-    "enable-dbo": (None, "bool"), "multi-step-stream-outputs": (None, "bool"),
+    "disable-custom-all-reduce": (None, "bool"),
+    "disable-sliding-window": (None, "bool"),
+    "disable-cascade-attn": (None, "bool"),
+    "skip-tokenizer-init": (None, "bool"),
+    "enable-sleep-mode": (None, "bool"),
+    "disable-frontend-multiprocessing": (None, "bool"),
+    "enable-request-id-headers": (None, "bool"),
+    "enable-prompt-tokens-details": (None, "bool"),
+    "enable-server-load-tracking": (None, "bool"),
+    "disable-fastapi-docs": (None, "bool"),
+    "disable-uvicorn-access-log": (None, "bool"),
+    "enable-expert-parallel": (None, "bool"),
+    "enable-eplb": (None, "bool"),
+    "disable-async-output-proc": (None, "bool"),
+    "return-tokens-as-token-ids": (None, "bool"),
+    "enable-force-include-usage": (None, "bool"),
+    "enable-tokenizer-info-endpoint": (None, "bool"),
+    "async-scheduling": (None, "bool"),
+    "calculate-kv-scales": (None, "bool"),
+    "enable-log-outputs": (None, "bool"),
+    "headless": (None, "bool"),
+    "enable-lora-bias": (None, "bool"),
+    "disable-mm-preprocessor-cache": (None, "bool"),
+    "enable-reasoning": (None, "bool"),
+    "use-v2-block-manager": (None, "bool"),
+    "disable-hybrid-kv-cache-manager": (None, "bool"),
+    "enable-dbo": (None, "bool"),
+    "multi-step-stream-outputs": (None, "bool"),
     "enable-multimodal-encoder-data-parallel": (None, "bool"),
-    "max-seq-len-to-capture": (None, "int"), "guided-decoding-backend": (None, "str"),
-    "tokenizer-mode": (None, "str"), "generation-config": (None, "str"),
-    "kv-transfer-config": (None, "json"), "otlp-traces-endpoint": (None, "str"),
-    "root-path": (None, "str"), "ssl-keyfile": (None, "str"), "ssl-certfile": (None, "str"),
-    "allowed-origins": (None, "json"), "middleware": (None, "list"), "task": (None, "str"),
-    "runner": (None, "str"), "convert": (None, "str"), "code-revision": (None, "str"),
-    "tokenizer-revision": (None, "str"), "num-gpu-blocks-override": (None, "int"),
-    "num-scheduler-steps": (None, "int"), "scheduling-policy": (None, "str"),
-    "worker-cls": (None, "str"), "data-parallel-address": (None, "str"),
-    "data-parallel-rpc-port": (None, "str"), "data-parallel-size-local": ("data_parallel_size_local", "int"),
+    "max-seq-len-to-capture": (None, "int"),
+    "guided-decoding-backend": (None, "str"),
+    "tokenizer-mode": (None, "str"),
+    "generation-config": (None, "str"),
+    "kv-transfer-config": (None, "json"),
+    "otlp-traces-endpoint": (None, "str"),
+    "root-path": (None, "str"),
+    "ssl-keyfile": (None, "str"),
+    "ssl-certfile": (None, "str"),
+    "allowed-origins": (None, "json"),
+    "middleware": (None, "list"),
+    "task": (None, "str"),
+    "runner": (None, "str"),
+    "convert": (None, "str"),
+    "code-revision": (None, "str"),
+    "tokenizer-revision": (None, "str"),
+    "num-gpu-blocks-override": (None, "int"),
+    "num-scheduler-steps": (None, "int"),
+    "scheduling-policy": (None, "str"),
+    "worker-cls": (None, "str"),
+    "data-parallel-address": (None, "str"),
+    "data-parallel-rpc-port": (None, "str"),
+    "data-parallel-size-local": ("data_parallel_size_local", "int"),
     "data-parallel-rank": ("data_parallel_rank", "index"),
-    "data-parallel-start-rank": (None, "int"), "api-server-count": (None, "int"),
-    "max-parallel-loading-workers": (None, "int"), "logits-processor-pattern": (None, "str"),
-    "response-role": (None, "str"), "ssl-ca-certs": (None, "str"),
+    "data-parallel-start-rank": (None, "int"),
+    "api-server-count": (None, "int"),
+    "max-parallel-loading-workers": (None, "int"),
+    "logits-processor-pattern": (None, "str"),
+    "response-role": (None, "str"),
+    "ssl-ca-certs": (None, "str"),
 }
-SHORT = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "q": "quantization",
-         "dp": "data-parallel-size"}
+SHORT = {
+    "tp": "tensor-parallel-size",
+    "pp": "pipeline-parallel-size",
+    "q": "quantization",
+    "dp": "data-parallel-size",
+}
 # `--disable-X` / `--enable-X` spellings vLLM's newer parser accepts for boolean X.
 API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"}
 CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
@@ -176,11 +228,19 @@ class ParsedVllm:
             except ValidationError as exc:
                 bad = {str(e["loc"][0]) for e in exc.errors() if e.get("loc")}
                 if not bad or not bad & set(data):
-                    diags.append(Diagnostic("error", f"settings rejected: {exc.errors()[0]['msg']}"))
+                    diags.append(
+                        Diagnostic("error", f"settings rejected: {exc.errors()[0]['msg']}")
+                    )
                     return None, diags
                 for key in bad & set(data):
-                    diags.append(Diagnostic("error", "value rejected, vLLM's default used instead",
-                                            flag="--" + key.replace("_", "-"), raw=str(data[key])))
+                    diags.append(
+                        Diagnostic(
+                            "error",
+                            "value rejected, vLLM's default used instead",
+                            flag="--" + key.replace("_", "-"),
+                            raw=str(data[key]),
+                        )
+                    )
                     del data[key]
 
 
@@ -189,8 +249,9 @@ def _dest_spec(dest: str) -> tuple[str | None, Kind] | None:
     return FLAGS.get(dest.replace("_", "-"))
 
 
-def _range_of(version: VllmVersion | None, parser: vf.Parser,
-              floor: str | None = None) -> list[vf.OptionTable]:
+def _range_of(
+    version: VllmVersion | None, parser: vf.Parser, floor: str | None = None
+) -> list[vf.OptionTable]:
     """The lists a command line is checked against: the version's, or every known list from
     `floor` on when the version is unknown (the image tag does not say)."""
     if version is not None:
@@ -215,10 +276,14 @@ def _spans(versions: list[str]) -> str:
     return ", ".join(parts)
 
 
-def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
-                    config_loader: Callable[[str], dict[str, Any] | None] | None = None,
-                    positional_model: bool = True, strict: bool = False,
-                    version_floor: str | None = None) -> ParsedVllm:
+def parse_vllm_args(
+    args: list[str],
+    version: VllmVersion | None = None,
+    config_loader: Callable[[str], dict[str, Any] | None] | None = None,
+    positional_model: bool = True,
+    strict: bool = False,
+    version_floor: str | None = None,
+) -> ParsedVllm:
     """Parse the flags of one vLLM invocation (the tokens after `vllm serve` or after the
     api_server module) with the option list of that vLLM version (latest when unknown):
     argparse's abbreviations, value counts and boolean flags as vLLM registers them.
@@ -232,9 +297,13 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
     table = vf.table_for(version, pname)
     out.table_version = table.version
     if version is not None and not vf.is_exact_known(version) and strict:
-        out.diagnostics.append(Diagnostic(
-            "info", f"vLLM {version}'s option list is not recorded: read with the nearest "
-            f"lower known list ({table.version})"))
+        out.diagnostics.append(
+            Diagnostic(
+                "info",
+                f"vLLM {version}'s option list is not recorded: read with the nearest "
+                f"lower known list ({table.version})",
+            )
+        )
     flag_model: str | None = None
     after_dd = False
     rejected = 0
@@ -275,9 +344,13 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
             if positional_model and out.model is None:
                 out.model = tok
             else:
-                out.diagnostics.append(Diagnostic(
-                    "error" if strict and positional_model else "warning",
-                    "unexpected positional argument", raw=tok))
+                out.diagnostics.append(
+                    Diagnostic(
+                        "error" if strict and positional_model else "warning",
+                        "unexpected positional argument",
+                        raw=tok,
+                    )
+                )
             continue
         if tok == "--":
             after_dd = True
@@ -303,8 +376,13 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                 if positional_model and out.model is None:
                     out.model = tok
                 else:
-                    out.diagnostics.append(Diagnostic("warning" if not strict else "error",
-                                                      "unexpected positional argument", raw=tok))
+                    out.diagnostics.append(
+                        Diagnostic(
+                            "warning" if not strict else "error",
+                            "unexpected positional argument",
+                            raw=tok,
+                        )
+                    )
                 continue
             rejected += 1
             accepting = []
@@ -315,20 +393,34 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                         accepting.append((t, alt))
             shown = base.replace("_", "-") if tok.startswith("--") else base
             if m.ambiguous:
-                why = (f"ambiguous option: {shown} could match "
-                       f"{', '.join(m.ambiguous[:6])}{' …' if len(m.ambiguous) > 6 else ''}")
+                why = (
+                    f"ambiguous option: {shown} could match "
+                    f"{', '.join(m.ambiguous[:6])}{' …' if len(m.ambiguous) > 6 else ''}"
+                )
             else:
                 why = f"unrecognized argument {shown}"
             if strict and rejected <= MAX_CROSS_VERSION:
-                out.diagnostics.append(_rejection(why, shown, table, version, accepting, pname,
-                                                  version_floor))
+                out.diagnostics.append(
+                    _rejection(why, shown, table, version, accepting, pname, version_floor)
+                )
             elif strict and rejected == MAX_CROSS_VERSION + 1:
-                out.diagnostics.append(Diagnostic(
-                    "error", f"more than {MAX_CROSS_VERSION} options vLLM rejects: the rest are "
-                    "not reported one by one; vLLM exits, the pod will not start", shown))
-            reading = accepting or ([(t, a) for t in _range_of(None, pname)
-                                     if (a := vf.match(t, lookup)).option is not None]
-                                    if version_floor and rejected <= MAX_CROSS_VERSION else [])
+                out.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        f"more than {MAX_CROSS_VERSION} options vLLM rejects: the rest are "
+                        "not reported one by one; vLLM exits, the pod will not start",
+                        shown,
+                    )
+                )
+            reading = accepting or (
+                [
+                    (t, a)
+                    for t in _range_of(None, pname)
+                    if (a := vf.match(t, lookup)).option is not None
+                ]
+                if version_floor and rejected <= MAX_CROSS_VERSION
+                else []
+            )
             if reading:
                 accepting = reading
                 # read it as the newest version that has it as written, else the newest that
@@ -342,30 +434,53 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                 # a positional argument (the model, while none is read yet); after the model
                 # it is taken as this flag's value (one rejection, not two)
                 cands = [table.options[o][1] for o in m.ambiguous]
-                if not eq and i < n and not vf.looks_like_option(str(args[i])) and \
-                        not (cands and all(k in vf.VALUELESS for k in cands)) and \
-                        not (positional_model and out.model is None):
+                if (
+                    not eq
+                    and i < n
+                    and not vf.looks_like_option(str(args[i]))
+                    and not (cands and all(k in vf.VALUELESS for k in cands))
+                    and not (positional_model and out.model is None)
+                ):
                     i += 1
                 continue
         assert m.option is not None and m.dest is not None and m.kind is not None
         if m.abbreviated and used is table:
             written = base.replace("_", "-") if base.startswith("--") else base
-            former = [t.version for t in _range_of(None, pname) if written in t.options] \
-                if len(out.diagnostics) < 200 else []
+            former = (
+                [t.version for t in _range_of(None, pname) if written in t.options]
+                if len(out.diagnostics) < 200
+                else []
+            )
             if former:  # an option of other versions, expanded to another one here
-                out.diagnostics.append(Diagnostic(
-                    "warning", f"vLLM {table.version}'s parser has no {written} (an option of "
-                    f"vLLM {_spans(former)}): argparse expands it to {m.option}, so it is read "
-                    f"as {m.option}", flag=written))
+                out.diagnostics.append(
+                    Diagnostic(
+                        "warning",
+                        f"vLLM {table.version}'s parser has no {written} (an option of "
+                        f"vLLM {_spans(former)}): argparse expands it to {m.option}, so it is read "
+                        f"as {m.option}",
+                        flag=written,
+                    )
+                )
             else:
-                out.diagnostics.append(Diagnostic(
-                    "info", f"abbreviation: vLLM's parser (argparse, allow_abbrev) reads it as "
-                    f"{m.option}", flag=written))
+                out.diagnostics.append(
+                    Diagnostic(
+                        "info",
+                        f"abbreviation: vLLM's parser (argparse, allow_abbrev) reads it as "
+                        f"{m.option}",
+                        flag=written,
+                    )
+                )
         if m.dest == "config" and m.kind != "x":
             if eq:
-                out.diagnostics.append(Diagnostic(
-                    "warning", "vLLM does not load --config=FILE (only the two-token form "
-                    "--config FILE): its contents are ignored", flag="--config", raw=inline))
+                out.diagnostics.append(
+                    Diagnostic(
+                        "warning",
+                        "vLLM does not load --config=FILE (only the two-token form "
+                        "--config FILE): its contents are ignored",
+                        flag="--config",
+                        raw=inline,
+                    )
+                )
                 continue
             if i < n:
                 path = str(args[i])
@@ -376,10 +491,15 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
                 except Exception:  # a caller's loader must not break the reader
                     loaded = None
                 if not isinstance(loaded, dict):
-                    out.diagnostics.append(Diagnostic(
-                        "warning", "config file contents unknown: settings in it are not "
-                        "seen (inline them with the vllm-sizer.io/vllm-config annotation)",
-                        flag="--config", raw=path))
+                    out.diagnostics.append(
+                        Diagnostic(
+                            "warning",
+                            "config file contents unknown: settings in it are not "
+                            "seen (inline them with the vllm-sizer.io/vllm-config annotation)",
+                            flag="--config",
+                            raw=path,
+                        )
+                    )
                 else:
                     _apply_config_file(out, loaded)
             continue
@@ -388,10 +508,16 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
         explicit = inline if eq else m.explicit
         if kind in vf.VALUELESS and explicit is not None:
             if strict:
-                out.diagnostics.append(Diagnostic(
-                    "error", f"vLLM {used.version}'s {flag} takes no value (argparse: ignored "
-                    f"explicit argument): vLLM exits, the pod will not start; use {flag} or "
-                    f"its negative form", flag, explicit))
+                out.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        f"vLLM {used.version}'s {flag} takes no value (argparse: ignored "
+                        f"explicit argument): vLLM exits, the pod will not start; use {flag} or "
+                        f"its negative form",
+                        flag,
+                        explicit,
+                    )
+                )
             try:
                 value = _bool_text(explicit)
             except ValueError:
@@ -402,22 +528,32 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
             continue
         if kind == "x":
             if strict:
-                out.diagnostics.append(Diagnostic(
-                    "error", "prints help or the version and exits: the server does not run",
-                    flag))
+                out.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        "prints help or the version and exits: the server does not run",
+                        flag,
+                    )
+                )
             continue
         values = take_values(kind, explicit)
         if values is None:
-            out.diagnostics.append(Diagnostic(
-                "error", f"flag has no value (argparse: expected {'at least one argument' if kind == '+' else 'one argument'})"
-                + ("; vLLM exits, the pod will not start" if strict else ""), flag))
+            out.diagnostics.append(
+                Diagnostic(
+                    "error",
+                    f"flag has no value (argparse: expected {'at least one argument' if kind == '+' else 'one argument'})"
+                    + ("; vLLM exits, the pod will not start" if strict else ""),
+                    flag,
+                )
+            )
             continue
         if dot:
             continue  # a key of a JSON argument: no memory effect read
         spec = _dest_spec(m.dest)
         if spec is None or spec[0] is None:
-            if m.dest == "lora_modules" or (spec and spec[1] == "list" and
-                                            m.dest.replace("_", "-") == "lora-modules"):
+            if m.dest == "lora_modules" or (
+                spec and spec[1] == "list" and m.dest.replace("_", "-") == "lora-modules"
+            ):
                 out.lora_modules.extend(values)
             continue
         target, conv = spec
@@ -440,15 +576,27 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
         try:
             value = _convert(conv, raw)
         except ValueError as exc:
-            out.diagnostics.append(Diagnostic("error", f"{exc}; vLLM's default used instead",
-                                              flag, raw))
+            out.diagnostics.append(
+                Diagnostic("error", f"{exc}; vLLM's default used instead", flag, raw)
+            )
             continue
         if target == "model":
-            if positional_model and not eq and version is not None \
-                    and version.at_least(0, 8, 5) and not version.at_least(0, 12):
-                out.diagnostics.append(Diagnostic(
-                    "error", f"`vllm serve --model X` is a startup error in vLLM {version} "
-                    "(pass the model positionally)", flag, raw))
+            if (
+                positional_model
+                and not eq
+                and version is not None
+                and version.at_least(0, 8, 5)
+                and not version.at_least(0, 12)
+            ):
+                out.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        f"`vllm serve --model X` is a startup error in vLLM {version} "
+                        "(pass the model positionally)",
+                        flag,
+                        raw,
+                    )
+                )
             flag_model = value  # argparse: the last --model wins
             continue
         if target == "device":
@@ -460,34 +608,61 @@ def parse_vllm_args(args: list[str], version: VllmVersion | None = None,
         if out.model is None:
             out.model = flag_model
         elif out.model != flag_model:
-            out.diagnostics.append(Diagnostic(
-                "warning", f"both a positional model ({out.model}) and --model given: the "
-                "positional one is used", "--model", flag_model))
+            out.diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    f"both a positional model ({out.model}) and --model given: the "
+                    "positional one is used",
+                    "--model",
+                    flag_model,
+                )
+            )
     return out
 
 
-def _rejection(why: str, flag: str, table: vf.OptionTable, version: VllmVersion | None,
-               accepting: list[tuple[vf.OptionTable, vf.Match]], pname: vf.Parser,
-               floor: str | None = None) -> Diagnostic:
+def _rejection(
+    why: str,
+    flag: str,
+    table: vf.OptionTable,
+    version: VllmVersion | None,
+    accepting: list[tuple[vf.OptionTable, vf.Match]],
+    pname: vf.Parser,
+    floor: str | None = None,
+) -> Diagnostic:
     """The diagnostic for an option vLLM's parser rejects (its startup error)."""
     accepted_by = [t.version for t, _ in accepting]
     pick = ([a for a in accepting if not a[1].abbreviated] or accepting or [None])[-1]
     read_as = f"; read as {pick[1].option} of vLLM {pick[0].version}" if pick else ""
     if version is not None:
         also = f" (accepted by vLLM {_spans(accepted_by)})" if accepted_by else ""
-        return Diagnostic("error", f"{why} in vLLM {version}'s parser{also}: vLLM exits with an "
-                          f"argument error, the pod will not start{read_as}", flag)
+        return Diagnostic(
+            "error",
+            f"{why} in vLLM {version}'s parser{also}: vLLM exits with an "
+            f"argument error, the pod will not start{read_as}",
+            flag,
+        )
     every = [t.version for t in _range_of(None, pname, floor)]
     if not accepted_by:
-        span = (f"every vLLM version the image can be (its tag means the newest: {every[-1]} or "
-                "later)" if floor else f"every known vLLM version ({every[0]} to {every[-1]})")
-        return Diagnostic("error", f"{why}: {span} rejects it, vLLM exits with an argument error "
-                          "and the pod will not start", flag)
+        span = (
+            f"every vLLM version the image can be (its tag means the newest: {every[-1]} or later)"
+            if floor
+            else f"every known vLLM version ({every[0]} to {every[-1]})"
+        )
+        return Diagnostic(
+            "error",
+            f"{why}: {span} rejects it, vLLM exits with an argument error "
+            "and the pod will not start",
+            flag,
+        )
     rejected = [v for v in every if v not in accepted_by]
-    return Diagnostic("warning", f"{why} in vLLM {table.version}'s parser; vLLM "
-                      f"{_spans(rejected)} reject it, {_spans(accepted_by)} accept it; the image "
-                      "tag does not say which version runs: with a version that rejects it the "
-                      "pod will not start" + read_as, flag)
+    return Diagnostic(
+        "warning",
+        f"{why} in vLLM {table.version}'s parser; vLLM "
+        f"{_spans(rejected)} reject it, {_spans(accepted_by)} accept it; the image "
+        "tag does not say which version runs: with a version that rejects it the "
+        "pod will not start" + read_as,
+        flag,
+    )
 
 
 def _convert(kind: Kind, raw: str) -> Any:
@@ -549,14 +724,18 @@ def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
     for idx, tok in enumerate(argv):
         base = str(tok).rsplit("/", 1)[-1]
         if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == "serve":
-            return [str(a) for a in argv[idx + 2:]], True
+            return [str(a) for a in argv[idx + 2 :]], True
         if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] in API_SERVER_MODULES:
-            return [str(a) for a in argv[idx + 2:]], False
+            return [str(a) for a in argv[idx + 2 :]], False
         if str(tok).startswith("-m") and tok[2:] in API_SERVER_MODULES:
-            return [str(a) for a in argv[idx + 1:]], False
-        if tok == "-m" and idx + 2 < len(argv) and argv[idx + 1] in CLI_MODULES \
-                and argv[idx + 2] == "serve":
-            return [str(a) for a in argv[idx + 3:]], True
+            return [str(a) for a in argv[idx + 1 :]], False
+        if (
+            tok == "-m"
+            and idx + 2 < len(argv)
+            and argv[idx + 1] in CLI_MODULES
+            and argv[idx + 2] == "serve"
+        ):
+            return [str(a) for a in argv[idx + 3 :]], True
     return None
 
 
@@ -572,8 +751,14 @@ def env_settings(env: dict[str, str]) -> tuple[dict[str, Any], list[Diagnostic]]
                 raise ValueError
             values["cpu_kvcache_space_gib"] = gib
         except ValueError:
-            diags.append(Diagnostic("error", "not a number of GiB; vLLM's default used instead",
-                                    "VLLM_CPU_KVCACHE_SPACE", raw))
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "not a number of GiB; vLLM's default used instead",
+                    "VLLM_CPU_KVCACHE_SPACE",
+                    raw,
+                )
+            )
     if env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu":
         values["device"] = "cpu"
     return values, diags

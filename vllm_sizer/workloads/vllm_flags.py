@@ -91,8 +91,11 @@ def _tables() -> dict[str, dict[str, OptionTable]]:
                 continue
             current[pname] = opts
             out[version][pname] = OptionTable(
-                version, pname, {k: (v[0], v[1]) for k, v in opts.items()},
-                bool(e.get("allow_abbrev", True)))
+                version,
+                pname,
+                {k: (v[0], v[1]) for k, v in opts.items()},
+                bool(e.get("allow_abbrev", True)),
+            )
     return out
 
 

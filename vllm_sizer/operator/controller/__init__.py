@@ -16,12 +16,34 @@ from .handlers import HANDLER_ID, KOPF_PREFIX, configure_kopf, register
 from .kube import ApiError, KubeApi, api_client_for, default_api_client_factory, resource_path
 from .oom import OomRecord, OomWatcher
 from .pods import PodVerdicts
-from .sizing import (LAST_EVENT_ANNOTATION, OUTPUT_ANNOTATIONS, SizeResult, Sizer, classify,
-                     event_body, sized_label_patch)
+from .sizing import (
+    LAST_EVENT_ANNOTATION,
+    OUTPUT_ANNOTATIONS,
+    SizeResult,
+    Sizer,
+    classify,
+    event_body,
+    sized_label_patch,
+)
 
 __all__ = [
-    "ApiError", "HANDLER_ID", "KOPF_PREFIX", "KubeApi", "LAST_EVENT_ANNOTATION", "OUTPUT_ANNOTATIONS",
-    "OomRecord", "OomWatcher", "PodVerdicts", "SizeResult", "Sizer", "api_client_for", "classify",
-    "configure_kopf", "default_api_client_factory", "event_body", "register", "resource_path",
+    "ApiError",
+    "HANDLER_ID",
+    "KOPF_PREFIX",
+    "KubeApi",
+    "LAST_EVENT_ANNOTATION",
+    "OUTPUT_ANNOTATIONS",
+    "OomRecord",
+    "OomWatcher",
+    "PodVerdicts",
+    "SizeResult",
+    "Sizer",
+    "api_client_for",
+    "classify",
+    "configure_kopf",
+    "default_api_client_factory",
+    "event_body",
+    "register",
+    "resource_path",
     "sized_label_patch",
 ]

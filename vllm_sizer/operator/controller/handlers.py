@@ -37,15 +37,22 @@ def configure_kopf(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = f"{KOPF_PREFIX}/finalizer"  # never added: no delete handlers
     settings.persistence.progress_storage = kopf.SmartProgressStorage(prefix=KOPF_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=KOPF_PREFIX, key="last-handled-configuration",
-        ignored_fields=[("metadata", "annotations", key) for key in OUTPUT_ANNOTATIONS])
+        prefix=KOPF_PREFIX,
+        key="last-handled-configuration",
+        ignored_fields=[("metadata", "annotations", key) for key in OUTPUT_ANNOTATIONS],
+    )
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
 
 
-def register(registry: kopf.OperatorRegistry, sizer: Sizer, oom: OomWatcher | None = None,
-             *, login: Callable[..., Any] | None = None,
-             resources: tuple[tuple[str, str, str, str], ...] = WATCHED_RESOURCES) -> None:
+def register(
+    registry: kopf.OperatorRegistry,
+    sizer: Sizer,
+    oom: OomWatcher | None = None,
+    *,
+    login: Callable[..., Any] | None = None,
+    resources: tuple[tuple[str, str, str, str], ...] = WATCHED_RESOURCES,
+) -> None:
     """Register the controller's handlers on `registry` (a fresh `kopf.OperatorRegistry()` in
     tests, Kopf's default registry in `vllm-sizer run`)."""
 
@@ -87,5 +94,6 @@ def register(registry: kopf.OperatorRegistry, sizer: Sizer, oom: OomWatcher | No
 
     for group, version, plural, _kind in resources:
         for decorator in (kopf.on.resume, kopf.on.create, kopf.on.update):
-            decorator(group, version, plural, id=HANDLER_ID, when=when, registry=registry,
-                      backoff=30)(size)
+            decorator(
+                group, version, plural, id=HANDLER_ID, when=when, registry=registry, backoff=30
+            )(size)

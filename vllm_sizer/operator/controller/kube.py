@@ -25,8 +25,9 @@ class ApiError(Exception):
         self.body = body
 
 
-def default_api_client_factory(kubeconfig: str | None = None, context: str | None = None
-                               ) -> ApiClientFactory:
+def default_api_client_factory(
+    kubeconfig: str | None = None, context: str | None = None
+) -> ApiClientFactory:
     """In-cluster configuration when running in a pod, else the kubeconfig (KUBECONFIG or
     ~/.kube/config). The configuration is loaded once; the client is made once."""
     cache: dict[str, Any] = {}
@@ -39,8 +40,9 @@ def default_api_client_factory(kubeconfig: str | None = None, context: str | Non
             try:
                 config.load_incluster_config(client_configuration=cfg)
             except config.ConfigException:
-                config.load_kube_config(config_file=kubeconfig, context=context,
-                                        client_configuration=cfg)
+                config.load_kube_config(
+                    config_file=kubeconfig, context=context, client_configuration=cfg
+                )
             cache["client"] = client.ApiClient(cfg)
         return cache["client"]
 
@@ -60,8 +62,9 @@ def api_client_for(host: str, token: str | None = None, verify_ssl: bool = True)
     return client.ApiClient(cfg)
 
 
-def resource_path(api_version: str, plural: str, namespace: str | None = None,
-                  name: str | None = None) -> str:
+def resource_path(
+    api_version: str, plural: str, namespace: str | None = None, name: str | None = None
+) -> str:
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     if namespace:
         base += f"/namespaces/{quote(namespace, safe='')}"
@@ -85,9 +88,16 @@ class KubeApi:
     def client(self) -> Any:
         return self.api_client_factory()
 
-    def request_sync(self, method: str, path: str, *, body: Any = None,
-                     query: Mapping[str, Any] | None = None, content_type: str | None = None,
-                     timeout: float | None = None) -> Any:
+    def request_sync(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         client = self.client
         headers = {"Accept": "application/json"}
         if content_type:
@@ -96,11 +106,17 @@ class KubeApi:
             headers["Content-Type"] = "application/json"
         q = [(k, v) for k, v in (query or {}).items() if v is not None]
         method, url, headers, body, _post = client.param_serialize(
-            method=method, resource_path=path, query_params=q or None, header_params=headers,
-            body=body, auth_settings=["BearerToken"])
+            method=method,
+            resource_path=path,
+            query_params=q or None,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
         t = timeout if timeout is not None else self.timeout
-        resp = client.call_api(method, url, header_params=headers, body=body,
-                               _request_timeout=(min(t, 5.0), t))
+        resp = client.call_api(
+            method, url, header_params=headers, body=body, _request_timeout=(min(t, 5.0), t)
+        )
         resp.read()
         text = resp.data.decode("utf-8", "replace") if resp.data else ""
         if not 200 <= resp.status <= 299:
@@ -111,7 +127,8 @@ class KubeApi:
         self.calls += 1
         timeout = kwargs.get("timeout") or self.timeout
         return await asyncio.wait_for(
-            asyncio.to_thread(self.request_sync, method, path, **kwargs), timeout + 1)
+            asyncio.to_thread(self.request_sync, method, path, **kwargs), timeout + 1
+        )
 
     async def get(self, path: str, **query: Any) -> Any:
         return await self.request("GET", path, query=query or None)

@@ -25,8 +25,17 @@ LEARNED_CONFIGMAP = "vllm-sizer-learned-models"
 # A ConfigMap holds at most 1 MiB; stop adding before the API server refuses the update.
 MAX_CONFIGMAP_BYTES = 900 * 1024
 
-Outcome = Literal["stored", "known", "not-a-hub-id", "gated", "not-found", "unavailable",
-                  "unreadable", "full", "error"]
+Outcome = Literal[
+    "stored",
+    "known",
+    "not-a-hub-id",
+    "gated",
+    "not-found",
+    "unavailable",
+    "unreadable",
+    "full",
+    "error",
+]
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,9 @@ def configmap_key(repo: str) -> str:
 
 
 class ModelLearner:
-    def __init__(self, api: KubeApi, hub: HubConfigFetcher, namespace: str,
-                 name: str = LEARNED_CONFIGMAP):
+    def __init__(
+        self, api: KubeApi, hub: HubConfigFetcher, namespace: str, name: str = LEARNED_CONFIGMAP
+    ):
         self.api, self.hub, self.namespace, self.name = api, hub, namespace, name
         self.stored = 0  # configs written (tests, logs)
 
@@ -56,9 +66,13 @@ class ModelLearner:
         """Fetch and store the config.json of `model`. Never raises."""
         ids = self.hub.split(model)
         if ids is None:
-            return Learned(model, "not-a-hub-id", "not a Hugging Face id (org/name): the Hub "
-                           "cannot be asked; supply the config with the vllm-sizer.io/model-config "
-                           "annotation")
+            return Learned(
+                model,
+                "not-a-hub-id",
+                "not a Hugging Face id (org/name): the Hub "
+                "cannot be asked; supply the config with the vllm-sizer.io/model-config "
+                "annotation",
+            )
         repo, _rev = ids
         key = configmap_key(repo)
         try:
@@ -68,19 +82,26 @@ class ModelLearner:
         if cfg is None:
             status = self.hub.status_of(model)
             if status in (401, 403):
-                return Learned(model, "gated", f"{repo} is gated or private on the Hub (HTTP "
-                               f"{status}): give the controller a token (chart value "
-                               "hub.tokenSecret) or supply the config by annotation or ConfigMap")
+                return Learned(
+                    model,
+                    "gated",
+                    f"{repo} is gated or private on the Hub (HTTP "
+                    f"{status}): give the controller a token (chart value "
+                    "hub.tokenSecret) or supply the config by annotation or ConfigMap",
+                )
             if status == 404:
-                return Learned(model, "not-found", f"the Hub has no config.json for {repo} "
-                               "(HTTP 404)")
-            return Learned(model, "unavailable", f"the Hub did not answer for {repo} ({status}); "
-                           "retried later")
+                return Learned(
+                    model, "not-found", f"the Hub has no config.json for {repo} (HTTP 404)"
+                )
+            return Learned(
+                model, "unavailable", f"the Hub did not answer for {repo} ({status}); retried later"
+            )
         try:
             ModelGeometry.from_hf_config(cfg)
         except (EstimatorError, ValueError, TypeError) as exc:
-            return Learned(model, "unreadable", f"the Hub's config.json for {repo} cannot be "
-                           f"sized: {exc}")
+            return Learned(
+                model, "unreadable", f"the Hub's config.json for {repo} cannot be sized: {exc}"
+            )
         return await self._store(model, key, cfg)
 
     async def _store(self, model: str, key: str, cfg: dict[str, Any]) -> Learned:
@@ -94,26 +115,50 @@ class ModelLearner:
                     raise
                 current = None
             if current is None:
-                await self.api.post(resource_path("v1", "configmaps", self.namespace), {
-                    "apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": self.name, "namespace": self.namespace,
-                                 "labels": {MODEL_CONFIGS_LABEL: "true",
-                                            "app.kubernetes.io/managed-by": "vllm-sizer"}},
-                    "data": {key: value}})
+                await self.api.post(
+                    resource_path("v1", "configmaps", self.namespace),
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {
+                            "name": self.name,
+                            "namespace": self.namespace,
+                            "labels": {
+                                MODEL_CONFIGS_LABEL: "true",
+                                "app.kubernetes.io/managed-by": "vllm-sizer",
+                            },
+                        },
+                        "data": {key: value},
+                    },
+                )
             else:
                 data = current.get("data") or {}
                 if data.get(key) == value:
                     return Learned(model, "known", "already stored", key)
                 size = sum(len(k) + len(v) for k, v in data.items()) + len(key) + len(value)
                 if size > MAX_CONFIGMAP_BYTES:
-                    return Learned(model, "full", f"ConfigMap {self.namespace}/{self.name} is "
-                                   "full (1 MiB): supply further configs by annotation or "
-                                   "another labelled ConfigMap", key)
+                    return Learned(
+                        model,
+                        "full",
+                        f"ConfigMap {self.namespace}/{self.name} is "
+                        "full (1 MiB): supply further configs by annotation or "
+                        "another labelled ConfigMap",
+                        key,
+                    )
                 await self.api.patch(path, {"data": {key: value}})
         except Exception as exc:  # noqa: BLE001 - RBAC, conflicts, timeouts: reported, retried
-            return Learned(model, "error", f"storing the config in {self.namespace}/{self.name} "
-                           f"failed: {exc}", key)
+            return Learned(
+                model,
+                "error",
+                f"storing the config in {self.namespace}/{self.name} failed: {exc}",
+                key,
+            )
         self.stored += 1
-        log.info("learned the config of %s from the Hub into %s/%s (key %s)", model,
-                 self.namespace, self.name, key)
+        log.info(
+            "learned the config of %s from the Hub into %s/%s (key %s)",
+            model,
+            self.namespace,
+            self.name,
+            key,
+        )
         return Learned(model, "stored", f"stored in ConfigMap {self.namespace}/{self.name}", key)

@@ -36,8 +36,7 @@ from typing import Any, Callable
 
 from ..settings import LAST_OOM_ANNOTATION, SIZED_LABEL, OperatorSettings
 from .kube import ApiError, KubeApi, resource_path
-from .sizing import (INTERMEDIATE_KINDS, KNOWN_KINDS, controller_owner, object_path,
-                     post_event)
+from .sizing import INTERMEDIATE_KINDS, KNOWN_KINDS, controller_owner, object_path, post_event
 
 log = logging.getLogger("vllm_sizer.controller.oom")
 SELECTOR = f"{SIZED_LABEL}=true"
@@ -96,21 +95,41 @@ class OomRecord:
     event: dict[str, Any] | None = None
 
     def annotation(self) -> str:
-        return json.dumps({"time": self.time, "pod": self.pod, "container": self.container,
-                           "limit": self.limit, "estimate": self.estimate,
-                           "restarts": self.restarts}, separators=(",", ":"))
+        return json.dumps(
+            {
+                "time": self.time,
+                "pod": self.pod,
+                "container": self.container,
+                "limit": self.limit,
+                "estimate": self.estimate,
+                "restarts": self.restarts,
+            },
+            separators=(",", ":"),
+        )
 
     def message(self) -> str:
-        ran = f" after running {human_duration(self.ran_seconds)}" if self.ran_seconds is not None else ""
-        return (f"container {self.container} of pod {self.pod} was OOMKilled{ran}: memory limit "
-                f"{self.limit or 'unset'}, vllm-sizer estimate {self.estimate or 'unknown'}, "
-                f"restarts {self.restarts}")
+        ran = (
+            f" after running {human_duration(self.ran_seconds)}"
+            if self.ran_seconds is not None
+            else ""
+        )
+        return (
+            f"container {self.container} of pod {self.pod} was OOMKilled{ran}: memory limit "
+            f"{self.limit or 'unset'}, vllm-sizer estimate {self.estimate or 'unknown'}, "
+            f"restarts {self.restarts}"
+        )
 
 
 class OomWatcher:
-    def __init__(self, api: KubeApi, settings: OperatorSettings, *,
-                 count: Callable[[str, str], None] | None = None,
-                 read: Callable[..., list] | None = None, verdicts: Any = None):
+    def __init__(
+        self,
+        api: KubeApi,
+        settings: OperatorSettings,
+        *,
+        count: Callable[[str, str], None] | None = None,
+        read: Callable[..., list] | None = None,
+        verdicts: Any = None,
+    ):
         """`verdicts` (pods.PodVerdicts, optional): pod-level sizing told on the top-level
         owner; with it the watch also follows FailedCreate Events (denied pods)."""
         self.api = api
@@ -140,10 +159,10 @@ class OomWatcher:
         """(containerStatus, terminated, instance) for each OOMKilled termination."""
         out = []
         names = None
-        for cs in ((pod.get("status") or {}).get("containerStatuses") or []):
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
             restarts = int(cs.get("restartCount") or 0)
             for where, instance in (("state", restarts), ("lastState", restarts - 1)):
-                term = ((cs.get(where) or {}).get("terminated") or {})
+                term = (cs.get(where) or {}).get("terminated") or {}
                 if term.get("reason") != "OOMKilled":
                     continue
                 if names is None:
@@ -190,32 +209,48 @@ class OomWatcher:
             try:
                 obj = await self.api.get(resource_path(api_version, spec[2], ns, ref.get("name")))
             except ApiError as exc:
-                log.info("owner %s/%s of pod %s not readable: %s", kind, ref.get("name"),
-                         (pod.get("metadata") or {}).get("name"), exc)
+                log.info(
+                    "owner %s/%s of pod %s not readable: %s",
+                    kind,
+                    ref.get("name"),
+                    (pod.get("metadata") or {}).get("name"),
+                    exc,
+                )
                 break
             if kind in KNOWN_KINDS:
                 target = obj
         return target
 
-    async def _report(self, pod: dict[str, Any], cs: dict[str, Any], term: dict[str, Any]
-                      ) -> OomRecord | None:
+    async def _report(
+        self, pod: dict[str, Any], cs: dict[str, Any], term: dict[str, Any]
+    ) -> OomRecord | None:
         meta = pod.get("metadata") or {}
         ns, name, container = meta.get("namespace") or "default", meta.get("name"), cs.get("name")
-        spec_c = next((c for c in ((pod.get("spec") or {}).get("containers") or [])
-                       if c.get("name") == container), {})
-        limit = (((spec_c.get("resources") or {}).get("limits") or {}).get("memory"))
+        spec_c = next(
+            (
+                c
+                for c in ((pod.get("spec") or {}).get("containers") or [])
+                if c.get("name") == container
+            ),
+            {},
+        )
+        limit = ((spec_c.get("resources") or {}).get("limits") or {}).get("memory")
         started, finished = parse_time(term.get("startedAt")), parse_time(term.get("finishedAt"))
         when = finished or dt.datetime.now(dt.timezone.utc)
         workload = await self.find_workload(pod)
         target = workload or pod
-        ann = ((target.get("metadata") or {}).get("annotations") or {})
+        ann = (target.get("metadata") or {}).get("annotations") or {}
         record = OomRecord(
-            namespace=ns, pod=str(name), container=str(container),
-            restarts=int(cs.get("restartCount") or 0), limit=str(limit) if limit else None,
+            namespace=ns,
+            pod=str(name),
+            container=str(container),
+            restarts=int(cs.get("restartCount") or 0),
+            limit=str(limit) if limit else None,
             estimate=estimate_for(ann.get(ESTIMATE_ANNOTATION), str(container)),
             time=when.strftime("%Y-%m-%dT%H:%M:%SZ"),
             ran_seconds=(finished - started).total_seconds() if started and finished else None,
-            workload=workload)
+            workload=workload,
+        )
         if workload is not None:
             try:
                 stored = json.loads(ann.get(LAST_OOM_ANNOTATION) or "null")
@@ -225,23 +260,34 @@ class OomWatcher:
             if stored_time is not None and when <= stored_time:
                 log.debug("OOMKill of %s/%s at %s already recorded", name, container, record.time)
                 return None
-            await self.api.patch(object_path(workload),
-                                 {"metadata": {"annotations": {LAST_OOM_ANNOTATION: record.annotation()}}})
-        record.event = await post_event(self.api, target, "OOMKilled", record.message(), "Warning",
-                                        action="OOMKilled")
+            await self.api.patch(
+                object_path(workload),
+                {"metadata": {"annotations": {LAST_OOM_ANNOTATION: record.annotation()}}},
+            )
+        record.event = await post_event(
+            self.api, target, "OOMKilled", record.message(), "Warning", action="OOMKilled"
+        )
         try:
             self.count(ns, str(target.get("kind") or "Pod"))
         except Exception:  # noqa: BLE001 - metrics never break the watcher
             log.exception("counting an OOMKill failed")
-        log.warning("%s %s/%s: %s", target.get("kind"), ns,
-                    (target.get("metadata") or {}).get("name"), record.message())
+        log.warning(
+            "%s %s/%s: %s",
+            target.get("kind"),
+            ns,
+            (target.get("metadata") or {}).get("name"),
+            record.message(),
+        )
         return record
 
     # -------------------------------------------------------------------------- the watch
     def watch_paths(self, plural: str = "pods") -> list[str]:
         if self.settings.namespaces:
-            return [resource_path("v1", plural, ns) for ns in self.settings.namespaces
-                    if self.settings.serves_namespace(ns)]
+            return [
+                resource_path("v1", plural, ns)
+                for ns in self.settings.namespaces
+                if self.settings.serves_namespace(ns)
+            ]
         return [resource_path("v1", plural)]
 
     def watches(self) -> list[tuple[str, dict[str, str]]]:
@@ -249,8 +295,10 @@ class OomWatcher:
         FailedCreate Events by field selector (both filtered by the API server)."""
         out = [(path, {"labelSelector": SELECTOR}) for path in self.watch_paths()]
         if self.verdicts is not None:
-            out += [(path, {"fieldSelector": "reason=FailedCreate"})
-                    for path in self.watch_paths("events")]
+            out += [
+                (path, {"fieldSelector": "reason=FailedCreate"})
+                for path in self.watch_paths("events")
+            ]
         return out
 
     async def start(self) -> None:
@@ -258,8 +306,12 @@ class OomWatcher:
         queue: asyncio.Queue = asyncio.Queue(maxsize=10000)
         self._stop.clear()
         for path, selector in self.watches():
-            threading.Thread(target=self._watch_thread, args=(path, loop, queue, selector),
-                             name=f"vllm-sizer-oom-watch {path}", daemon=True).start()
+            threading.Thread(
+                target=self._watch_thread,
+                args=(path, loop, queue, selector),
+                name=f"vllm-sizer-oom-watch {path}",
+                daemon=True,
+            ).start()
         self._tasks.append(loop.create_task(self._consume(queue), name="vllm-sizer-oom"))
 
     async def stop(self) -> None:
@@ -286,20 +338,28 @@ class OomWatcher:
                     continue
                 await self.handle_pod(pod)
             except Exception:  # noqa: BLE001 - one pod never stops the watcher
-                log.exception("OOM evidence for pod %s failed",
-                              (pod.get("metadata") or {}).get("name"))
+                log.exception(
+                    "OOM evidence for pod %s failed", (pod.get("metadata") or {}).get("name")
+                )
 
     def _push(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue, pod: Any) -> None:
         if isinstance(pod, dict) and not self._stop.is_set():
+
             def put() -> None:
                 try:
                     queue.put_nowait(pod)
                 except asyncio.QueueFull:
                     log.warning("OOM watch queue full: pod event dropped")
+
             loop.call_soon_threadsafe(put)
 
-    def _watch_thread(self, path: str, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue,
-                      selector: dict[str, str] | None = None) -> None:
+    def _watch_thread(
+        self,
+        path: str,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue,
+        selector: dict[str, str] | None = None,
+    ) -> None:
         selector = selector or {"labelSelector": SELECTOR}
         backoff = 1.0
         while not self._stop.is_set() and not loop.is_closed():
@@ -313,24 +373,43 @@ class OomWatcher:
             except Exception as exc:  # noqa: BLE001
                 if self._stop.is_set() or loop.is_closed():
                     return
-                log.warning("OOM pod watch on %s failed (%s: %s); relisting in %.0fs", path,
-                            type(exc).__name__, exc, backoff)
+                log.warning(
+                    "OOM pod watch on %s failed (%s: %s); relisting in %.0fs",
+                    path,
+                    type(exc).__name__,
+                    exc,
+                    backoff,
+                )
                 self._stop.wait(backoff + random.random())
                 backoff = min(backoff * 2, 30.0)
 
-    def _stream(self, path: str, rv: str | None, loop: asyncio.AbstractEventLoop,
-                queue: asyncio.Queue, selector: dict[str, str] | None = None) -> None:
+    def _stream(
+        self,
+        path: str,
+        rv: str | None,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue,
+        selector: dict[str, str] | None = None,
+    ) -> None:
         client = self.api.client
-        query = [*(selector or {"labelSelector": SELECTOR}).items(), ("watch", "true"),
-                 ("allowWatchBookmarks", "true"),
-                 ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS))]
+        query = [
+            *(selector or {"labelSelector": SELECTOR}).items(),
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(WATCH_TIMEOUT_SECONDS)),
+        ]
         if rv and rv != "...":
             query.append(("resourceVersion", rv))
         method, url, headers, _body, _post = client.param_serialize(
-            method="GET", resource_path=path, query_params=query,
-            header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
-        resp = client.call_api(method, url, header_params=headers,
-                               _request_timeout=(10, WATCH_TIMEOUT_SECONDS + 30))
+            method="GET",
+            resource_path=path,
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        resp = client.call_api(
+            method, url, header_params=headers, _request_timeout=(10, WATCH_TIMEOUT_SECONDS + 30)
+        )
         raw = resp.response
         with self._lock:
             self._streams.add(raw)
@@ -351,8 +430,11 @@ class OomWatcher:
                     event = json.loads(line)
                     etype, obj = event.get("type"), event.get("object") or {}
                     if etype == "ERROR":
-                        raise ApiError(int(obj.get("code") or 500), str(obj.get("reason")),
-                                       str(obj.get("message")))
+                        raise ApiError(
+                            int(obj.get("code") or 500),
+                            str(obj.get("reason")),
+                            str(obj.get("message")),
+                        )
                     if etype in ("ADDED", "MODIFIED"):
                         self._push(loop, queue, obj)
         finally:

@@ -44,7 +44,7 @@ def _group(api_version: str) -> str:
 
 
 def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
-    for ref in ((obj.get("metadata") or {}).get("ownerReferences") or []):
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
     return None
@@ -52,8 +52,11 @@ def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 def _stub(ref: dict[str, Any], namespace: str | None) -> dict[str, Any]:
     """An object as far as an ownerReference tells (enough for an Event's involvedObject)."""
-    return {"apiVersion": ref.get("apiVersion"), "kind": ref.get("kind"),
-            "metadata": {"name": ref.get("name"), "namespace": namespace, "uid": ref.get("uid")}}
+    return {
+        "apiVersion": ref.get("apiVersion"),
+        "kind": ref.get("kind"),
+        "metadata": {"name": ref.get("name"), "namespace": namespace, "uid": ref.get("uid")},
+    }
 
 
 class PodVerdicts:
@@ -61,7 +64,8 @@ class PodVerdicts:
         self.api = api
         self.settings = settings
         self._plurals: dict[tuple[str, str], str | None] = {
-            (f"{g}/{v}" if g else v, k): p for g, v, p, k in WATCHED_RESOURCES}
+            (f"{g}/{v}" if g else v, k): p for g, v, p, k in WATCHED_RESOURCES
+        }
         self._plurals[("apps/v1", "ReplicaSet")] = "replicasets"
         self._seen: set[str] = set()
 
@@ -113,27 +117,44 @@ class PodVerdicts:
         return current, read
 
     def _safe_to_annotate(self, owner: dict[str, Any], read: bool) -> bool:
-        return read and (_group(str(owner.get("apiVersion") or "")),
-                         str(owner.get("kind"))) in _PATCHABLE
+        return (
+            read
+            and (_group(str(owner.get("apiVersion") or "")), str(owner.get("kind"))) in _PATCHABLE
+        )
 
-    async def _tell(self, owner: dict[str, Any], read: bool, reason: str, type_: str,
-                    message: str, annotation: str | None) -> dict[str, Any]:
+    async def _tell(
+        self,
+        owner: dict[str, Any],
+        read: bool,
+        reason: str,
+        type_: str,
+        message: str,
+        annotation: str | None,
+    ) -> dict[str, Any]:
         meta = owner.get("metadata") or {}
         uid = meta.get("uid")
         name = f"{meta.get('name', 'object')}.{digest(f'{uid}|{reason}|{message}')}"
-        event = await post_event(self.api, owner, reason, message, type_, action="Sizing",
-                                 name=name)
+        event = await post_event(
+            self.api, owner, reason, message, type_, action="Sizing", name=name
+        )
         if annotation is not None and self._safe_to_annotate(owner, read):
             current = (meta.get("annotations") or {}).get(PODS_ANNOTATION)
             if current != annotation:
                 try:
                     g, k = _group(str(owner.get("apiVersion"))), str(owner.get("kind"))
-                    await self.api.patch(resource_path(str(owner.get("apiVersion")),
-                                                       _PATCHABLE[(g, k)][1], meta.get("namespace"),
-                                                       meta.get("name")),
-                                         {"metadata": {"annotations": {PODS_ANNOTATION: annotation}}})
+                    await self.api.patch(
+                        resource_path(
+                            str(owner.get("apiVersion")),
+                            _PATCHABLE[(g, k)][1],
+                            meta.get("namespace"),
+                            meta.get("name"),
+                        ),
+                        {"metadata": {"annotations": {PODS_ANNOTATION: annotation}}},
+                    )
                 except ApiError as exc:
-                    log.info("annotating %s/%s failed: %s", owner.get("kind"), meta.get("name"), exc)
+                    log.info(
+                        "annotating %s/%s failed: %s", owner.get("kind"), meta.get("name"), exc
+                    )
         return event
 
     async def pod_sized(self, pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -154,10 +175,14 @@ class PodVerdicts:
             return None  # a bare pod: its own annotations say it all
         owner, read = found
         estimate = (meta.get("annotations") or {}).get(ESTIMATE_ANNOTATION)
-        message = (f"vllm-sizer sized the pods of this {owner.get('kind')} at creation (their "
-                   f"template is not sized): {decision}"
-                   + (f"; estimated peak {estimate}" if estimate else ""))
-        return await self._tell(owner, read, "PodsSized", "Normal", message, f"sized at creation: {decision}")
+        message = (
+            f"vllm-sizer sized the pods of this {owner.get('kind')} at creation (their "
+            f"template is not sized): {decision}"
+            + (f"; estimated peak {estimate}" if estimate else "")
+        )
+        return await self._tell(
+            owner, read, "PodsSized", "Normal", message, f"sized at creation: {decision}"
+        )
 
     async def pod_denied(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """A FailedCreate Event whose message is the validating webhook's denial: tell the
@@ -174,14 +199,25 @@ class PodVerdicts:
         if key in self._seen:
             return None
         self._seen.add(key)
-        child = {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
-                 "metadata": {"name": involved.get("name"), "namespace": ns,
-                              "uid": involved.get("uid"),
-                              "ownerReferences": [{**{k: involved.get(k) for k in
-                                                      ("apiVersion", "kind", "name", "uid")},
-                                                   "controller": True}]}}
+        child = {
+            "apiVersion": involved.get("apiVersion"),
+            "kind": involved.get("kind"),
+            "metadata": {
+                "name": involved.get("name"),
+                "namespace": ns,
+                "uid": involved.get("uid"),
+                "ownerReferences": [
+                    {
+                        **{k: involved.get(k) for k in ("apiVersion", "kind", "name", "uid")},
+                        "controller": True,
+                    }
+                ],
+            },
+        }
         found = await self.top_owner(child)
         owner, read = found if found is not None else (child, False)
-        text = (f"vllm-sizer denied a pod of this {owner.get('kind')} "
-                f"({involved.get('kind')}/{involved.get('name')} cannot create it): {denial}")
+        text = (
+            f"vllm-sizer denied a pod of this {owner.get('kind')} "
+            f"({involved.get('kind')}/{involved.get('name')} cannot create it): {denial}"
+        )
         return await self._tell(owner, read, "PodsDenied", "Warning", text, f"denied: {denial}")

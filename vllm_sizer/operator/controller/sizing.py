@@ -42,17 +42,27 @@ LAST_EVENT_ANNOTATION = "vllm-sizer.io/last-event"
 PODS_ANNOTATION = "vllm-sizer.io/pods"
 # Annotations the controller and the webhook write (outputs). Everything else under
 # vllm-sizer.io/ on an object is an input (mode, headroom, skip, model-config, vllm-config).
-OUTPUT_ANNOTATIONS: tuple[str, ...] = (*OUR_ANNOTATIONS, LAST_EVENT_ANNOTATION, LAST_OOM_ANNOTATION,
-                                       PODS_ANNOTATION)
+OUTPUT_ANNOTATIONS: tuple[str, ...] = (
+    *OUR_ANNOTATIONS,
+    LAST_EVENT_ANNOTATION,
+    LAST_OOM_ANNOTATION,
+    PODS_ANNOTATION,
+)
 COMPONENT = "vllm-sizer"
 EVENT_MESSAGE_MAX = 1024
 SEEN_LIMIT = 100_000
-UNDERSIZED_REASONS = ("undersized", "over-limitrange", "over-node", "gpu-does-not-fit",
-                      "kv-auto-sized")
+UNDERSIZED_REASONS = (
+    "undersized",
+    "over-limitrange",
+    "over-node",
+    "gpu-does-not-fit",
+    "kv-auto-sized",
+)
 
 # kind → (group, version, plural), including the kinds met when walking owner chains.
 KNOWN_KINDS: dict[str, tuple[str, str, str]] = {
-    kind: (group, version, plural) for group, version, plural, kind in SERVED_RESOURCES}
+    kind: (group, version, plural) for group, version, plural, kind in SERVED_RESOURCES
+}
 INTERMEDIATE_KINDS: dict[str, tuple[str, str, str]] = {
     "ReplicaSet": ("apps", "v1", "replicasets"),
 }
@@ -64,7 +74,7 @@ def api_version_of(group: str, version: str) -> str:
 
 # --------------------------------------------------------------------------------- helpers
 def controller_owner(obj: dict[str, Any]) -> dict[str, Any] | None:
-    for ref in ((obj.get("metadata") or {}).get("ownerReferences") or []):
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller") is True:
             return ref
     return None
@@ -82,35 +92,61 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def event_body(obj: dict[str, Any], reason: str, message: str, type_: str = "Normal",
-               action: str = "Sizing", instance: str | None = None,
-               name: str | None = None) -> dict[str, Any]:
+def event_body(
+    obj: dict[str, Any],
+    reason: str,
+    message: str,
+    type_: str = "Normal",
+    action: str = "Sizing",
+    instance: str | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
     """A core/v1 Event about `obj` (kubectl describe shows it under the object)."""
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or "default"
     ts = now_rfc3339()
     if len(message) > EVENT_MESSAGE_MAX:
-        message = message[:EVENT_MESSAGE_MAX - 1] + "…"
-    involved = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-                "name": meta.get("name"), "namespace": ns, "uid": meta.get("uid")}
+        message = message[: EVENT_MESSAGE_MAX - 1] + "…"
+    involved = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "name": meta.get("name"),
+        "namespace": ns,
+        "uid": meta.get("uid"),
+    }
     if meta.get("resourceVersion"):
         involved["resourceVersion"] = meta.get("resourceVersion")
     return {
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": name or f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
-                     "namespace": ns, "labels": {"app.kubernetes.io/name": COMPONENT}},
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": name or f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
+            "namespace": ns,
+            "labels": {"app.kubernetes.io/name": COMPONENT},
+        },
         "involvedObject": {k: v for k, v in involved.items() if v is not None},
-        "reason": reason, "message": message, "type": type_, "action": action,
+        "reason": reason,
+        "message": message,
+        "type": type_,
+        "action": action,
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
         "reportingInstance": instance or os.environ.get("POD_NAME") or socket.gethostname(),
-        "firstTimestamp": ts, "lastTimestamp": ts, "count": 1,
+        "firstTimestamp": ts,
+        "lastTimestamp": ts,
+        "count": 1,
     }
 
 
-async def post_event(api: KubeApi, obj: dict[str, Any], reason: str, message: str,
-                     type_: str = "Normal", action: str = "Sizing",
-                     name: str | None = None) -> dict[str, Any]:
+async def post_event(
+    api: KubeApi,
+    obj: dict[str, Any],
+    reason: str,
+    message: str,
+    type_: str = "Normal",
+    action: str = "Sizing",
+    name: str | None = None,
+) -> dict[str, Any]:
     """Post an Event; with a deterministic `name`, a second post of the same Event is a 409
     from the API server, which counts as already posted (exactly once across crashes)."""
     body = event_body(obj, reason, message, type_, action, name=name)
@@ -125,8 +161,7 @@ async def post_event(api: KubeApi, obj: dict[str, Any], reason: str, message: st
 def object_path(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     kind = str(obj.get("kind"))
-    group, version, plural = KNOWN_KINDS.get(kind) or INTERMEDIATE_KINDS.get(kind) or (
-        "", "", "")
+    group, version, plural = KNOWN_KINDS.get(kind) or INTERMEDIATE_KINDS.get(kind) or ("", "", "")
     api_version = str(obj.get("apiVersion") or api_version_of(group, version))
     if not plural:
         raise ValueError(f"unknown kind {kind!r}")
@@ -149,8 +184,11 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
     active = [d for d in decision.containers if d.verdict != "skip"]
     if not active:
         return None
-    under = [d for d in active if d.reason in UNDERSIZED_REASONS and d.report is not None
-             and d.verdict != "mutate"]
+    under = [
+        d
+        for d in active
+        if d.reason in UNDERSIZED_REASONS and d.report is not None and d.verdict != "mutate"
+    ]
     unknown = [d for d in active if d.verdict == "unknown" or d.report is None]
     parts: list[str] = []
     if patched:
@@ -165,21 +203,28 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
             if d.reason == "undersized" and w.limit_bytes is not None:
                 parts.append(messages.undersized(w, r, needed, d.fitting_tokens))
             else:
-                parts.append(d.message if d.message.startswith("vllm-sizer:") else
-                             f"{w.container}: {d.reason}; estimated peak "
-                             f"{messages.gi(r.total_memory_bytes)}, needs {messages.gi(needed)}")
+                parts.append(
+                    d.message
+                    if d.message.startswith("vllm-sizer:")
+                    else f"{w.container}: {d.reason}; estimated peak "
+                    f"{messages.gi(r.total_memory_bytes)}, needs {messages.gi(needed)}"
+                )
         return "Undersized", "Warning", "; ".join(parts)
     if unknown:
         return "CannotSize", "Warning", "; ".join(d.message for d in unknown)
     for d in active:
         r = d.report
         if d.limit_before is None:
-            parts.append(f"{d.workload.container}: no memory limit; estimated peak "
-                         f"{messages.gi(r.total_memory_bytes)}, suggested limit "
-                         f"{messages.gi(d.needed_bytes)}")
+            parts.append(
+                f"{d.workload.container}: no memory limit; estimated peak "
+                f"{messages.gi(r.total_memory_bytes)}, suggested limit "
+                f"{messages.gi(d.needed_bytes)}"
+            )
         else:
-            parts.append(f"{d.workload.container}: limit {messages.gi(d.limit_before)} covers "
-                         f"the estimated peak {messages.gi(r.total_memory_bytes)}")
+            parts.append(
+                f"{d.workload.container}: limit {messages.gi(d.limit_before)} covers "
+                f"the estimated peak {messages.gi(r.total_memory_bytes)}"
+            )
     return "Sized", "Normal", "; ".join(parts)
 
 
@@ -197,10 +242,14 @@ def observer_view(obj: dict[str, Any]) -> dict[str, Any]:
 class Sizer:
     """Reviews one served object and writes the outcome (see the module docstring)."""
 
-    def __init__(self, api: KubeApi, settings: OperatorSettings,
-                 lookup: ModelConfigLookup | None = None,
-                 read: Callable[..., list[Workload]] | None = None,
-                 learner: Any = None):
+    def __init__(
+        self,
+        api: KubeApi,
+        settings: OperatorSettings,
+        lookup: ModelConfigLookup | None = None,
+        read: Callable[..., list[Workload]] | None = None,
+        learner: Any = None,
+    ):
         self.api = api
         # ModelLearner (model_learning.py) when the Hub lookup is enabled: unknown models are
         # fetched here, off the admission path, into the ConfigMap every webhook replica reads
@@ -247,8 +296,10 @@ class Sizer:
                     log.warning("model config lookup for %s failed: %s", w.model, exc)
                     found = None
                 # a config only the Hub had (or none yet) is stored where the webhooks read it
-                if self.learner is not None and not (found is not None and getattr(
-                        self.lookup, "in_configmaps", lambda *_: True)(w.model, ns)):
+                if self.learner is not None and not (
+                    found is not None
+                    and getattr(self.lookup, "in_configmaps", lambda *_: True)(w.model, ns)
+                ):
                     await self._learn(w.model)
         ctx = ReadContext(model_resolver=lambda model: get(model, ns))
         if obj.get("kind") == "InferenceService":
@@ -267,12 +318,14 @@ class Sizer:
 
     async def _serving_runtimes(self, obj: dict[str, Any], ctx: ReadContext) -> None:
         ns = (obj.get("metadata") or {}).get("namespace")
-        for plural, target, namespace in (("servingruntimes", ctx.serving_runtimes, ns),
-                                          ("clusterservingruntimes",
-                                           ctx.cluster_serving_runtimes, None)):
+        for plural, target, namespace in (
+            ("servingruntimes", ctx.serving_runtimes, ns),
+            ("clusterservingruntimes", ctx.cluster_serving_runtimes, None),
+        ):
             try:
-                listing = await self.api.get(resource_path("serving.kserve.io/v1alpha1", plural,
-                                                           namespace))
+                listing = await self.api.get(
+                    resource_path("serving.kserve.io/v1alpha1", plural, namespace)
+                )
             except Exception as exc:  # noqa: BLE001 - absent CRD, RBAC: read without them
                 log.debug("listing %s failed: %s", plural, exc)
                 continue
@@ -303,12 +356,13 @@ class Sizer:
             result = await self._annotate(obj, decision, stored)
         if uid and rv:
             if len(self._seen) > SEEN_LIMIT:  # a bound, not an LRU: clearing only costs a
-                self._seen.clear()            # comparison with the stored annotations
+                self._seen.clear()  # comparison with the stored annotations
             self._seen[uid] = rv
         return result
 
-    async def _annotate(self, obj: dict[str, Any], decision: ObjectDecision,
-                        stored: dict[str, str]) -> SizeResult:
+    async def _annotate(
+        self, obj: dict[str, Any], decision: ObjectDecision, stored: dict[str, str]
+    ) -> SizeResult:
         verdict = classify(decision)
         if verdict is None:
             # Not sized any more (mode off, skip): still correct what our annotations say.
@@ -319,8 +373,11 @@ class Sizer:
             return SizeResult("skipped", decision=decision)
         reason, type_, message = verdict
         if reason == "CannotSize":  # what the Hub said of the models it could not learn
-            said = [self.learned[d.workload.model].detail for d in decision.containers
-                    if d.workload.model in self.learned and not self.learned[d.workload.model].stored]
+            said = [
+                self.learned[d.workload.model].detail
+                for d in decision.containers
+                if d.workload.model in self.learned and not self.learned[d.workload.model].stored
+            ]
             if said:
                 message = f"{message} (Hub: {'; '.join(dict.fromkeys(said))})"
         annotations = dict(decision.annotations)
@@ -343,8 +400,9 @@ class Sizer:
             result.action, result.annotations = "annotated", annotations
         return result
 
-    async def _patch_template(self, obj: dict[str, Any], decision: ObjectDecision,
-                              ctx: ReadContext) -> SizeResult:
+    async def _patch_template(
+        self, obj: dict[str, Any], decision: ObjectDecision, ctx: ReadContext
+    ) -> SizeResult:
         verdict = classify(decision, patched=True)
         assert verdict is not None
         reason, type_, message = verdict
@@ -353,18 +411,33 @@ class Sizer:
         ops += sized_label_patch(mutated)
         # The marker is that of the patched object as the next run will observe it, so the
         # next resume finds it stored and posts nothing.
-        steady = classify(review_object(observer_view(mutated), ctx, self.observer_policy,
-                                        read=self.read)) or verdict
+        steady = (
+            classify(
+                review_object(observer_view(mutated), ctx, self.observer_policy, read=self.read)
+            )
+            or verdict
+        )
         marker = f"{steady[0]} {digest(steady[2])}"
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         guard = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv}] if rv else []
         if not (obj.get("metadata") or {}).get("annotations") and not any(
-                o["path"] == "/metadata/annotations" for o in ops):
+            o["path"] == "/metadata/annotations" for o in ops
+        ):
             ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-        ops.append({"op": "add", "path": "/metadata/annotations/" + _escape(LAST_EVENT_ANNOTATION),
-                    "value": marker})
+        ops.append(
+            {
+                "op": "add",
+                "path": "/metadata/annotations/" + _escape(LAST_EVENT_ANNOTATION),
+                "value": marker,
+            }
+        )
         await self.api.patch(object_path(obj), guard + ops, content_type=JSON_PATCH)
-        result = SizeResult("patched", reason, message, decision=decision,
-                            annotations={**decision.annotations, LAST_EVENT_ANNOTATION: marker})
+        result = SizeResult(
+            "patched",
+            reason,
+            message,
+            decision=decision,
+            annotations={**decision.annotations, LAST_EVENT_ANNOTATION: marker},
+        )
         result.event = await post_event(self.api, obj, reason, message, type_)
         return result

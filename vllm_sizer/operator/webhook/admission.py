@@ -60,6 +60,7 @@ class BadReview(ValueError):
 
 # ---- JSON ---------------------------------------------------------------------------------------
 
+
 def loads(body: bytes | str) -> Any:
     """orjson when it can (it refuses integers beyond 64 bits: then the stdlib)."""
     if _orjson is not None:
@@ -77,6 +78,7 @@ def dumps(obj: Any) -> bytes:
 
 
 # ---- request --------------------------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class AdmissionRequest:
@@ -106,7 +108,9 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
         raise BadReview(f"an AdmissionReview is a JSON object, not {type(review).__name__}")
     api = review.get("apiVersion")
     if api != API_VERSION:
-        raise BadReview(f"apiVersion must be {API_VERSION} (admissionReviewVersions: [v1]), got {api!r}")
+        raise BadReview(
+            f"apiVersion must be {API_VERSION} (admissionReviewVersions: [v1]), got {api!r}"
+        )
     if review.get("kind") != "AdmissionReview":
         raise BadReview(f"kind must be AdmissionReview, got {review.get('kind')!r}")
     req = review.get("request")
@@ -122,13 +126,21 @@ def parse_review(body: bytes | str | dict[str, Any]) -> AdmissionRequest:
     name = req.get("name")
     op = req.get("operation")
     return AdmissionRequest(
-        uid=uid, kind=str(kind.get("kind") or ""), group=str(kind.get("group") or ""),
-        operation=op if isinstance(op, str) else "", sub_resource=sub if isinstance(sub, str) and sub else None,
-        namespace=ns if isinstance(ns, str) and ns else None, name=name if isinstance(name, str) else None,
-        object=req.get("object"), old_object=req.get("oldObject"), dry_run=req.get("dryRun") is True)
+        uid=uid,
+        kind=str(kind.get("kind") or ""),
+        group=str(kind.get("group") or ""),
+        operation=op if isinstance(op, str) else "",
+        sub_resource=sub if isinstance(sub, str) and sub else None,
+        namespace=ns if isinstance(ns, str) and ns else None,
+        name=name if isinstance(name, str) else None,
+        object=req.get("object"),
+        old_object=req.get("oldObject"),
+        dry_run=req.get("dryRun") is True,
+    )
 
 
 # ---- response -------------------------------------------------------------------------------
+
 
 def encode_patch(ops: list[dict[str, Any]]) -> str:
     return base64.b64encode(dumps(ops)).decode("ascii")
@@ -139,13 +151,19 @@ def _clean_warnings(warnings: Iterable[str] | None) -> list[str]:
         return []
     out = list(dict.fromkeys(str(w)[:MAX_WARNING_CHARS] for w in warnings if w))
     if len(out) > MAX_WARNINGS:
-        out = out[:MAX_WARNINGS - 1] + [f"... and {len(out) - MAX_WARNINGS + 1} more warnings"]
+        out = out[: MAX_WARNINGS - 1] + [f"... and {len(out) - MAX_WARNINGS + 1} more warnings"]
     return out
 
 
-def review_response(uid: str, allowed: bool = True, *, patch: list[dict[str, Any]] | None = None,
-                    code: int | None = None, message: str | None = None,
-                    warnings: Iterable[str] | None = None) -> dict[str, Any]:
+def review_response(
+    uid: str,
+    allowed: bool = True,
+    *,
+    patch: list[dict[str, Any]] | None = None,
+    code: int | None = None,
+    message: str | None = None,
+    warnings: Iterable[str] | None = None,
+) -> dict[str, Any]:
     """The AdmissionReview v1 answer. `patch` (RFC 6902 ops) only when allowed and non-empty."""
     response: dict[str, Any] = {"uid": uid, "allowed": allowed}
     if allowed and patch:
@@ -176,16 +194,21 @@ def allow(uid: str, warnings: Iterable[str] | None = None) -> dict[str, Any]:
 _STATUS_REASONS = {400: "BadRequest", 403: "Forbidden", 500: "InternalError"}
 
 
-def deny(uid: str, message: str, code: int = 403, warnings: Iterable[str] | None = None) -> dict[str, Any]:
+def deny(
+    uid: str, message: str, code: int = 403, warnings: Iterable[str] | None = None
+) -> dict[str, Any]:
     return review_response(uid, False, code=code, message=message, warnings=warnings)
 
 
-def patch_response(uid: str, ops: list[dict[str, Any]], warnings: Iterable[str] | None = None) -> dict[str, Any]:
+def patch_response(
+    uid: str, ops: list[dict[str, Any]], warnings: Iterable[str] | None = None
+) -> dict[str, Any]:
     return review_response(uid, True, patch=ops, warnings=warnings)
 
 
-def answer_for(route: str, uid: str, decision: ObjectDecision,
-               extra_warnings: Iterable[str] = ()) -> dict[str, Any]:
+def answer_for(
+    route: str, uid: str, decision: ObjectDecision, extra_warnings: Iterable[str] = ()
+) -> dict[str, Any]:
     """A decision → the route's answer (pure; see the module table)."""
     extra = list(extra_warnings)
     if route == MUTATE:
@@ -217,6 +240,7 @@ def _validating_warnings(decision: ObjectDecision) -> list[str]:
 
 # ---- the admission path -------------------------------------------------------------------------
 
+
 @dataclass(slots=True)
 class _LookupProblem:
     reason: str  # lookup-timeout | lookup-error
@@ -230,9 +254,15 @@ class Admission:
     `await lookup.load(model)` first (shared between concurrent reviews), each review waiting at
     most settings.lookup_timeout_seconds for it."""
 
-    def __init__(self, settings: OperatorSettings, lookup: ModelConfigLookup | None = None,
-                 limit_range_max: LimitRangeMax | None = None, *, read: Reader | None = None,
-                 runtimes: Any = None):
+    def __init__(
+        self,
+        settings: OperatorSettings,
+        lookup: ModelConfigLookup | None = None,
+        limit_range_max: LimitRangeMax | None = None,
+        *,
+        read: Reader | None = None,
+        runtimes: Any = None,
+    ):
         """`runtimes` (optional) has `serving_runtimes` ({namespace: {name: object}}) and
         `cluster_serving_runtimes` ({name: object}) kept current in place by a background listing
         (operator.cluster_listings.ClusterServingRuntimes). A review sees only its own
@@ -263,7 +293,11 @@ class Admission:
         except Exception:  # noqa: BLE001 - an unserialisable patch value: admit untouched
             log.exception("could not serialise the answer to %s", req.uid)
             metrics.INTERNAL_ERRORS_BY_ROUTE[route].inc()
-            return 200, dumps(self._internal_error(req.uid, "the answer could not be encoded")), "application/json"
+            return (
+                200,
+                dumps(self._internal_error(req.uid, "the answer could not be encoded")),
+                "application/json",
+            )
 
     async def review(self, route: str, req: AdmissionRequest) -> dict[str, Any]:
         """The answer for one parsed request (never raises)."""
@@ -271,8 +305,11 @@ class Admission:
         kind = req.kind if req.kind in SERVED_KINDS else "other"
         verdict = "ignored"
         try:
-            if req.sub_resource is not None or req.operation not in ("CREATE", "UPDATE") \
-                    or not isinstance(req.object, dict):
+            if (
+                req.sub_resource is not None
+                or req.operation not in ("CREATE", "UPDATE")
+                or not isinstance(req.object, dict)
+            ):
                 answer = allow(req.uid)
             elif not self.settings.serves_namespace(req.namespace or _meta_namespace(req.object)):
                 answer = allow(req.uid)
@@ -283,7 +320,9 @@ class Admission:
             else:
                 answer, verdict = await self._decide(route, req)
         except Exception as exc:  # noqa: BLE001 - nothing may escape: fail open (or closed)
-            log.exception("internal error on %s for %s %s/%s", route, req.kind, req.namespace, req.name)
+            log.exception(
+                "internal error on %s for %s %s/%s", route, req.kind, req.namespace, req.name
+            )
             metrics.INTERNAL_ERRORS_BY_ROUTE[route].inc()
             verdict = "error"
             answer = self._internal_error(req.uid, f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -310,7 +349,9 @@ class Admission:
             loaded, problem = await self._load(missing, ns)
             if problem is not None:
                 if self.settings.fail_closed:
-                    return deny(req.uid, problem.message + "; the policy is fail-closed", 500), "error"
+                    return deny(
+                        req.uid, problem.message + "; the policy is fail-closed", 500
+                    ), "error"
                 extra.append(problem.message + ": admitted without it")
             if loaded:
                 context = self._context_for(ns, loaded)
@@ -319,16 +360,23 @@ class Admission:
             for w in workloads:
                 if w.namespace is None:  # CREATE without metadata.namespace: name it in messages
                     w.namespace = ns
-        decision = review_object(obj, context, self._policy(ns), read=lambda _o, _c: workloads,
-                                 label_pods=req.operation == "CREATE", operation=req.operation)
+        decision = review_object(
+            obj,
+            context,
+            self._policy(ns),
+            read=lambda _o, _c: workloads,
+            label_pods=req.operation == "CREATE",
+            operation=req.operation,
+        )
         if route == VALIDATE:
             self._count_failures(decision, problem)
         if route == "validate" and decision.verdict != "skip":
             metrics.count_vllm_review(str(ns or ""), decision.verdict)
         return answer_for(route, req.uid, decision, extra), decision.verdict
 
-    def _context_for(self, ns: str | None,
-                     loaded: dict[str, dict[str, Any]] | None = None) -> ReadContext:
+    def _context_for(
+        self, ns: str | None, loaded: dict[str, dict[str, Any]] | None = None
+    ) -> ReadContext:
         """The reader's context for an object in `ns`: that namespace's ServingRuntimes, the
         ClusterServingRuntimes, model configs of `ns` then the trusted namespace."""
         serving: dict[str, Any] = {}
@@ -342,8 +390,12 @@ class Admission:
             if loaded and model in loaded:
                 return loaded[model]
             return get(model, ns) if get is not None else None
-        return ReadContext(serving_runtimes=serving, cluster_serving_runtimes=cluster,
-                           model_resolver=resolve if get is not None or loaded else None)
+
+        return ReadContext(
+            serving_runtimes=serving,
+            cluster_serving_runtimes=cluster,
+            model_resolver=resolve if get is not None or loaded else None,
+        )
 
     def _missing_models(self, obj: dict[str, Any], workloads: list[Workload]) -> list[str]:
         if self.settings.mode == "off":
@@ -352,9 +404,16 @@ class Admission:
         ann = meta.get("annotations") if isinstance(meta, dict) else None
         if isinstance(ann, dict) and str(ann.get(ANNOTATION_MODE, "")).strip().lower() == "off":
             return []
-        return list(dict.fromkeys(w.model for w in workloads
-                                  if w.model_config is None and w.model and w.settings is not None
-                                  and not w.skip_reason))
+        return list(
+            dict.fromkeys(
+                w.model
+                for w in workloads
+                if w.model_config is None
+                and w.model
+                and w.settings is not None
+                and not w.skip_reason
+            )
+        )
 
     def _load_task(self, model: str, ns: str | None = None) -> asyncio.Future[Any]:
         """One in-flight `lookup.load` per model, shared by concurrent reviews (a burst of applies
@@ -377,11 +436,13 @@ class Admission:
                 del self._inflight[m]
             if not t.cancelled():
                 t.exception()  # retrieved: no "never retrieved" log for a waiter that gave up
+
         task.add_done_callback(forget)
         return task
 
-    async def _load(self, models: list[str], ns: str | None = None
-                    ) -> tuple[dict[str, dict[str, Any]], _LookupProblem | None]:
+    async def _load(
+        self, models: list[str], ns: str | None = None
+    ) -> tuple[dict[str, dict[str, Any]], _LookupProblem | None]:
         timeout = self.settings.lookup_timeout_seconds
         tasks = {self._load_task(m, ns): m for m in models}
         # asyncio.wait, not wait_for: a timeout leaves the shared load running for the others
@@ -402,12 +463,18 @@ class Admission:
                 loaded[tasks[t]] = cfg
         late = [tasks[t] for t in pending]
         if late:
-            return loaded, _LookupProblem("lookup-timeout", late,
-                                          f"vllm-sizer: model config lookup for {', '.join(late)} "
-                                          f"took longer than {timeout:g}s")
+            return loaded, _LookupProblem(
+                "lookup-timeout",
+                late,
+                f"vllm-sizer: model config lookup for {', '.join(late)} "
+                f"took longer than {timeout:g}s",
+            )
         if failed:
-            return loaded, _LookupProblem("lookup-error", failed,
-                                          f"vllm-sizer: model config lookup for {', '.join(failed)} failed")
+            return loaded, _LookupProblem(
+                "lookup-error",
+                failed,
+                f"vllm-sizer: model config lookup for {', '.join(failed)} failed",
+            )
         return loaded, None
 
     def _policy(self, namespace: str | None) -> PolicySettings:
@@ -434,7 +501,9 @@ class Admission:
             if w.settings is None:
                 reason = "unreadable-command-line"
             elif w.model_config is None:
-                reason = problem.reason if problem and w.model in problem.models else "unknown-model"
+                reason = (
+                    problem.reason if problem and w.model in problem.models else "unknown-model"
+                )
             else:
                 reason = "estimator-error"
             metrics.count_estimate_failure(reason)

@@ -24,8 +24,14 @@ import base64
 from typing import Any, Iterable, Literal
 
 from ...workloads import kinds as _kinds
-from ..settings import (MUTATE_PATH, MUTATING_CONFIG_NAME, SIZED_LABEL, VALIDATE_PATH,
-                        VALIDATING_CONFIG_NAME, OperatorSettings)
+from ..settings import (
+    MUTATE_PATH,
+    MUTATING_CONFIG_NAME,
+    SIZED_LABEL,
+    VALIDATE_PATH,
+    VALIDATING_CONFIG_NAME,
+    OperatorSettings,
+)
 
 FailurePolicy = Literal["Ignore", "Fail"]
 MUTATING_WEBHOOK_NAME = "mutate.vllm-sizer.io"
@@ -76,8 +82,10 @@ def _guarded(path: str) -> str:
 
 
 def _containers_clause(pod_spec: str) -> str:
-    return (f"({_guarded(pod_spec + '.containers')}"
-            f" && {pod_spec}.containers.exists(c, {_CONTAINER_MENTIONS_VLLM}))")
+    return (
+        f"({_guarded(pod_spec + '.containers')}"
+        f" && {pod_spec}.containers.exists(c, {_CONTAINER_MENTIONS_VLLM}))"
+    )
 
 
 def vllm_workload_expression() -> str:
@@ -86,8 +94,10 @@ def vllm_workload_expression() -> str:
     return "\n|| ".join(clauses)
 
 
-_OWNED = ("has(object.metadata) && has(object.metadata.ownerReferences)"
-          " && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true")
+_OWNED = (
+    "has(object.metadata) && has(object.metadata.ownerReferences)"
+    " && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true"
+)
 
 
 def _owner_is(group: str) -> str:
@@ -97,15 +107,20 @@ def _owner_is(group: str) -> str:
 
 
 def not_sized_elsewhere_expression() -> str:
-    owners = " || ".join(f"(r.kind == '{kind}' && {_owner_is(group)})"
-                         for group, kind in _kinds.pod_owner_kinds())
-    label = (f"has(object.metadata) && has(object.metadata.labels)"
-             f" && '{SIZED_LABEL}' in object.metadata.labels"
-             f" && object.metadata.labels['{SIZED_LABEL}'] != ''")
+    owners = " || ".join(
+        f"(r.kind == '{kind}' && {_owner_is(group)})" for group, kind in _kinds.pod_owner_kinds()
+    )
+    label = (
+        f"has(object.metadata) && has(object.metadata.labels)"
+        f" && '{SIZED_LABEL}' in object.metadata.labels"
+        f" && object.metadata.labels['{SIZED_LABEL}'] != ''"
+    )
     pod_from_sized_template = f"{label} && {_OWNED} && ({owners}))"
-    return (f"request.kind.kind == 'Pod' && request.kind.group == ''"
-            f"\n? !({pod_from_sized_template})"
-            f"\n: !({_OWNED}))")
+    return (
+        f"request.kind.kind == 'Pod' && request.kind.group == ''"
+        f"\n? !({pod_from_sized_template})"
+        f"\n: !({_OWNED}))"
+    )
 
 
 def match_conditions() -> list[dict[str, str]]:
@@ -117,19 +132,32 @@ def match_conditions() -> list[dict[str, str]]:
 
 # ---- pieces ----------------------------------------------------------------------------------
 
+
 def rules() -> list[dict[str, Any]]:
     """One rule per served kind (kinds.py), with its operations (Pod: CREATE only)."""
-    return [{"apiGroups": [k.group], "apiVersions": [k.version], "resources": [k.plural],
-             "operations": list(k.operations), "scope": "Namespaced"}
-            for k in _kinds.served()]
+    return [
+        {
+            "apiGroups": [k.group],
+            "apiVersions": [k.version],
+            "resources": [k.plural],
+            "operations": list(k.operations),
+            "scope": "Namespaced",
+        }
+        for k in _kinds.served()
+    ]
 
 
 def namespace_selector(settings: OperatorSettings) -> dict[str, Any]:
-    excluded = list(dict.fromkeys(["kube-system", settings.operator_namespace,
-                                   *settings.excluded_namespaces]))
-    exprs: list[dict[str, Any]] = [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded}]
+    excluded = list(
+        dict.fromkeys(["kube-system", settings.operator_namespace, *settings.excluded_namespaces])
+    )
+    exprs: list[dict[str, Any]] = [
+        {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": excluded}
+    ]
     if settings.namespaces:
-        exprs.append({"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(settings.namespaces)})
+        exprs.append(
+            {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(settings.namespaces)}
+        )
     return {"matchExpressions": exprs}
 
 
@@ -140,25 +168,44 @@ def _ca_bundle_b64(ca_bundle: bytes | str | None) -> str | None:
     return base64.b64encode(data).decode("ascii")
 
 
-def client_config(settings: OperatorSettings, path: str, *, url: str | None = None,
-                  ca_bundle: bytes | str | None = None) -> dict[str, Any]:
+def client_config(
+    settings: OperatorSettings,
+    path: str,
+    *,
+    url: str | None = None,
+    ca_bundle: bytes | str | None = None,
+) -> dict[str, Any]:
     """`service` clientConfig (in-cluster) or, with `url` ("https://HOST:PORT", dev mode),
     `url` + path. `ca_bundle` is the CA's PEM (encoded here)."""
     if url is not None:
         cfg: dict[str, Any] = {"url": url.rstrip("/") + path}
     else:
-        cfg = {"service": {"namespace": settings.operator_namespace, "name": settings.service_name,
-                           "path": path, "port": SERVICE_PORT}}
+        cfg = {
+            "service": {
+                "namespace": settings.operator_namespace,
+                "name": settings.service_name,
+                "path": path,
+                "port": SERVICE_PORT,
+            }
+        }
     b64 = _ca_bundle_b64(ca_bundle)
     if b64:
         cfg["caBundle"] = b64
     return cfg
 
 
-def _webhook(settings: OperatorSettings, name: str, path: str, *, url: str | None,
-             ca_bundle: bytes | str | None, failure_policy: FailurePolicy,
-             object_selector: dict[str, Any] | None, with_match_conditions: bool,
-             timeout_seconds: int) -> dict[str, Any]:
+def _webhook(
+    settings: OperatorSettings,
+    name: str,
+    path: str,
+    *,
+    url: str | None,
+    ca_bundle: bytes | str | None,
+    failure_policy: FailurePolicy,
+    object_selector: dict[str, Any] | None,
+    with_match_conditions: bool,
+    timeout_seconds: int,
+) -> dict[str, Any]:
     if failure_policy not in ("Ignore", "Fail"):
         raise ValueError(f"failurePolicy must be Ignore or Fail, not {failure_policy!r}")
     if not 1 <= timeout_seconds <= 30:
@@ -181,37 +228,78 @@ def _webhook(settings: OperatorSettings, name: str, path: str, *, url: str | Non
 
 
 def _metadata(name: str) -> dict[str, Any]:
-    return {"name": name, "labels": {"app.kubernetes.io/name": "vllm-sizer",
-                                     "app.kubernetes.io/component": "webhook"}}
+    return {
+        "name": name,
+        "labels": {
+            "app.kubernetes.io/name": "vllm-sizer",
+            "app.kubernetes.io/component": "webhook",
+        },
+    }
 
 
-def mutating_configuration(settings: OperatorSettings, *, ca_bundle: bytes | str | None = None,
-                           url: str | None = None, failure_policy: FailurePolicy = "Ignore",
-                           object_selector: dict[str, Any] | None = None,
-                           with_match_conditions: bool = True,
-                           timeout_seconds: int = TIMEOUT_SECONDS) -> dict[str, Any]:
-    hook = _webhook(settings, MUTATING_WEBHOOK_NAME, MUTATE_PATH, url=url, ca_bundle=ca_bundle,
-                    failure_policy=failure_policy, object_selector=object_selector,
-                    with_match_conditions=with_match_conditions, timeout_seconds=timeout_seconds)
+def mutating_configuration(
+    settings: OperatorSettings,
+    *,
+    ca_bundle: bytes | str | None = None,
+    url: str | None = None,
+    failure_policy: FailurePolicy = "Ignore",
+    object_selector: dict[str, Any] | None = None,
+    with_match_conditions: bool = True,
+    timeout_seconds: int = TIMEOUT_SECONDS,
+) -> dict[str, Any]:
+    hook = _webhook(
+        settings,
+        MUTATING_WEBHOOK_NAME,
+        MUTATE_PATH,
+        url=url,
+        ca_bundle=ca_bundle,
+        failure_policy=failure_policy,
+        object_selector=object_selector,
+        with_match_conditions=with_match_conditions,
+        timeout_seconds=timeout_seconds,
+    )
     # Called again when a later mutating webhook changed the object (idempotent decision).
     hook["reinvocationPolicy"] = "IfNeeded"
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": _metadata(MUTATING_CONFIG_NAME), "webhooks": [hook]}
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": _metadata(MUTATING_CONFIG_NAME),
+        "webhooks": [hook],
+    }
 
 
-def validating_configuration(settings: OperatorSettings, *, ca_bundle: bytes | str | None = None,
-                             url: str | None = None, failure_policy: FailurePolicy = "Ignore",
-                             object_selector: dict[str, Any] | None = None,
-                             with_match_conditions: bool = True,
-                             timeout_seconds: int = TIMEOUT_SECONDS) -> dict[str, Any]:
-    hook = _webhook(settings, VALIDATING_WEBHOOK_NAME, VALIDATE_PATH, url=url, ca_bundle=ca_bundle,
-                    failure_policy=failure_policy, object_selector=object_selector,
-                    with_match_conditions=with_match_conditions, timeout_seconds=timeout_seconds)
-    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": _metadata(VALIDATING_CONFIG_NAME), "webhooks": [hook]}
+def validating_configuration(
+    settings: OperatorSettings,
+    *,
+    ca_bundle: bytes | str | None = None,
+    url: str | None = None,
+    failure_policy: FailurePolicy = "Ignore",
+    object_selector: dict[str, Any] | None = None,
+    with_match_conditions: bool = True,
+    timeout_seconds: int = TIMEOUT_SECONDS,
+) -> dict[str, Any]:
+    hook = _webhook(
+        settings,
+        VALIDATING_WEBHOOK_NAME,
+        VALIDATE_PATH,
+        url=url,
+        ca_bundle=ca_bundle,
+        failure_policy=failure_policy,
+        object_selector=object_selector,
+        with_match_conditions=with_match_conditions,
+        timeout_seconds=timeout_seconds,
+    )
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": _metadata(VALIDATING_CONFIG_NAME),
+        "webhooks": [hook],
+    }
 
 
-def webhook_configurations(settings: OperatorSettings, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def webhook_configurations(
+    settings: OperatorSettings, **kwargs: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(mutating, validating), same keyword arguments as `mutating_configuration`."""
     return mutating_configuration(settings, **kwargs), validating_configuration(settings, **kwargs)
 
@@ -219,18 +307,24 @@ def webhook_configurations(settings: OperatorSettings, **kwargs: Any) -> tuple[d
 # ---- registering them (dev mode; in-cluster the Helm chart writes them) ------------------------
 
 _VERBS = {
-    "MutatingWebhookConfiguration": ("read_mutating_webhook_configuration",
-                                     "create_mutating_webhook_configuration",
-                                     "replace_mutating_webhook_configuration",
-                                     "delete_mutating_webhook_configuration"),
-    "ValidatingWebhookConfiguration": ("read_validating_webhook_configuration",
-                                       "create_validating_webhook_configuration",
-                                       "replace_validating_webhook_configuration",
-                                       "delete_validating_webhook_configuration"),
+    "MutatingWebhookConfiguration": (
+        "read_mutating_webhook_configuration",
+        "create_mutating_webhook_configuration",
+        "replace_mutating_webhook_configuration",
+        "delete_mutating_webhook_configuration",
+    ),
+    "ValidatingWebhookConfiguration": (
+        "read_validating_webhook_configuration",
+        "create_validating_webhook_configuration",
+        "replace_validating_webhook_configuration",
+        "delete_validating_webhook_configuration",
+    ),
 }
 
 
-def apply_configurations(admissionregistration_api: Any, configurations: Iterable[dict[str, Any]]) -> None:
+def apply_configurations(
+    admissionregistration_api: Any, configurations: Iterable[dict[str, Any]]
+) -> None:
     """Create or replace each configuration through `kubernetes.client.AdmissionregistrationV1Api`
     (synchronous: run it in a thread from async code)."""
     from kubernetes.client.exceptions import ApiException
@@ -246,22 +340,29 @@ def apply_configurations(admissionregistration_api: Any, configurations: Iterabl
             getattr(admissionregistration_api, create)(obj)
             continue
         body = {**obj, "metadata": dict(obj["metadata"])}
-        rv = (current.get("metadata") or {}).get("resourceVersion") if isinstance(current, dict) \
+        rv = (
+            (current.get("metadata") or {}).get("resourceVersion")
+            if isinstance(current, dict)
             else getattr(getattr(current, "metadata", None), "resource_version", None)
+        )
         if rv:
             body["metadata"]["resourceVersion"] = rv
         getattr(admissionregistration_api, replace)(name, body)
 
 
-def delete_configurations(admissionregistration_api: Any,
-                          names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME)) -> None:
+def delete_configurations(
+    admissionregistration_api: Any,
+    names: tuple[str, str] = (MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME),
+) -> None:
     """Delete both configurations (a missing one is fine): what `run --dev` does on exit,
     SIGINT and SIGTERM included (Kopf's managed mode only empties them)."""
     from kubernetes.client.exceptions import ApiException
 
     mutating, validating = names
-    for kind, name in (("MutatingWebhookConfiguration", mutating),
-                       ("ValidatingWebhookConfiguration", validating)):
+    for kind, name in (
+        ("MutatingWebhookConfiguration", mutating),
+        ("ValidatingWebhookConfiguration", validating),
+    ):
         try:
             getattr(admissionregistration_api, _VERBS[kind][3])(name)
         except ApiException as exc:
@@ -281,5 +382,9 @@ def render_yaml(settings: OperatorSettings, **kwargs: Any) -> str:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     _Dumper.add_representer(str, _str)
-    return yaml.dump_all(list(webhook_configurations(settings, **kwargs)), Dumper=_Dumper,
-                         sort_keys=False, width=1000)
+    return yaml.dump_all(
+        list(webhook_configurations(settings, **kwargs)),
+        Dumper=_Dumper,
+        sort_keys=False,
+        width=1000,
+    )

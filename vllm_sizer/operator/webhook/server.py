@@ -45,8 +45,12 @@ RELOAD_INTERVAL = 10.0
 class CertificateReloader:
     """One server SSLContext whose certificate chain follows the files on disk."""
 
-    def __init__(self, certfile: str | os.PathLike[str], keyfile: str | os.PathLike[str],
-                 interval: float = RELOAD_INTERVAL):
+    def __init__(
+        self,
+        certfile: str | os.PathLike[str],
+        keyfile: str | os.PathLike[str],
+        interval: float = RELOAD_INTERVAL,
+    ):
         self.certfile = Path(certfile)
         self.keyfile = Path(keyfile)
         self.interval = interval
@@ -54,7 +58,9 @@ class CertificateReloader:
         self.loads = 0
         self._stamp: tuple[Any, ...] | None = None
         if not self.check():
-            raise FileNotFoundError(f"no usable certificate pair at {self.certfile} / {self.keyfile}")
+            raise FileNotFoundError(
+                f"no usable certificate pair at {self.certfile} / {self.keyfile}"
+            )
 
     @staticmethod
     def _new_context() -> ssl.SSLContext:
@@ -84,8 +90,12 @@ class CertificateReloader:
                 self._new_context().load_cert_chain(c, k)  # validate the pair first
                 self.context.load_cert_chain(c, k)
         except (OSError, ssl.SSLError, ValueError) as exc:
-            log.warning("certificate files %s / %s not loaded (%s); will retry",
-                        self.certfile, self.keyfile, exc)
+            log.warning(
+                "certificate files %s / %s not loaded (%s); will retry",
+                self.certfile,
+                self.keyfile,
+                exc,
+            )
             return False
         self._stamp = stamp
         self.loads += 1
@@ -121,16 +131,27 @@ def _admission_route(admission: Admission, route: str) -> Callable[[web.Request]
         body = await request.read()  # HTTPRequestEntityTooLarge (413) past client_max_size
         status, payload, ctype = await admission.handle(route, body)
         return web.Response(status=status, body=payload, content_type=ctype)
+
     return handler
 
 
-def build_app(settings: OperatorSettings, lookup: ModelConfigLookup | None = None,
-              limit_range_max: LimitRangeMax | None = None, *,
-              read: Reader | None = None, runtimes: Any = None) -> web.Application:
+def build_app(
+    settings: OperatorSettings,
+    lookup: ModelConfigLookup | None = None,
+    limit_range_max: LimitRangeMax | None = None,
+    *,
+    read: Reader | None = None,
+    runtimes: Any = None,
+) -> web.Application:
     """The TLS-side application: admission routes and health. `read` replaces the workload
     reader (tests)."""
-    admission = Admission(settings, lookup if lookup is not None else NoLookup(), limit_range_max,
-                          read=read, runtimes=runtimes)
+    admission = Admission(
+        settings,
+        lookup if lookup is not None else NoLookup(),
+        limit_range_max,
+        read=read,
+        runtimes=runtimes,
+    )
     app = web.Application(client_max_size=settings.max_request_bytes)
     app[ADMISSION_KEY] = admission
     app.router.add_post(MUTATE_PATH, _admission_route(admission, MUTATE))
@@ -151,10 +172,14 @@ def _background(settings: OperatorSettings, reloader: CertificateReloader):
         task = asyncio.create_task(reloader.run(), name="vllm-sizer-cert-reloader")
         metrics_runner = None
         if settings.metrics_port >= 0:
-            metrics_runner = web.AppRunner(build_metrics_app(), access_log=None, shutdown_timeout=2.0)
+            metrics_runner = web.AppRunner(
+                build_metrics_app(), access_log=None, shutdown_timeout=2.0
+            )
             await metrics_runner.setup()
             try:
-                await web.TCPSite(metrics_runner, settings.webhook_host, settings.metrics_port).start()
+                await web.TCPSite(
+                    metrics_runner, settings.webhook_host, settings.metrics_port
+                ).start()
             except BaseException:
                 task.cancel()
                 await metrics_runner.cleanup()
@@ -170,14 +195,19 @@ def _background(settings: OperatorSettings, reloader: CertificateReloader):
                 pass
             if metrics_runner is not None:
                 await metrics_runner.cleanup()
+
     return ctx
 
 
-async def start_webhook_server(settings: OperatorSettings, lookup: ModelConfigLookup | None,
-                               limit_range_max: LimitRangeMax | None = None, *,
-                               read: Reader | None = None,
-                               reload_interval: float = RELOAD_INTERVAL,
-                               runtimes: Any = None) -> web.AppRunner:
+async def start_webhook_server(
+    settings: OperatorSettings,
+    lookup: ModelConfigLookup | None,
+    limit_range_max: LimitRangeMax | None = None,
+    *,
+    read: Reader | None = None,
+    reload_interval: float = RELOAD_INTERVAL,
+    runtimes: Any = None,
+) -> web.AppRunner:
     """Start the webhook (TLS) and metrics (HTTP) listeners; the caller stops both with
     `await runner.cleanup()`. Raises when the certificate files are missing or unusable, or a
     port is taken. Port 0 binds an ephemeral port: see `bound_port` / `metrics_bound_port`."""
@@ -192,15 +222,26 @@ async def start_webhook_server(settings: OperatorSettings, lookup: ModelConfigLo
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.webhook_host, settings.webhook_port,
-                           ssl_context=reloader.context, backlog=1024)
+        site = web.TCPSite(
+            runner,
+            settings.webhook_host,
+            settings.webhook_port,
+            ssl_context=reloader.context,
+            backlog=1024,
+        )
         await site.start()
     except BaseException:
         await runner.cleanup()
         raise
-    log.info("vllm-sizer webhook listening on https://%s:%s (%s, %s), metrics on :%s%s",
-             settings.webhook_host, bound_port(runner), MUTATE_PATH, VALIDATE_PATH,
-             settings.metrics_port, METRICS_PATH)
+    log.info(
+        "vllm-sizer webhook listening on https://%s:%s (%s, %s), metrics on :%s%s",
+        settings.webhook_host,
+        bound_port(runner),
+        MUTATE_PATH,
+        VALIDATE_PATH,
+        settings.metrics_port,
+        METRICS_PATH,
+    )
     return runner
 
 
