@@ -56,10 +56,6 @@ TEMPLATE_LABELS: dict[str, tuple[str, ...]] = {
 # it: its pods are then left alone by the pod-level webhook too.
 SKIPPED_LABEL_VALUE = "skip"
 SKIP_ANNOTATION_REASON = f"{ANNOTATION_SKIP} annotation"  # the reader's skip_reason for it
-NOT_PATCHABLE = (
-    "not changed: this object cannot carry the container's memory limit (see the "
-    "reader's note); its pods are sized when they are created"
-)
 
 
 @dataclass
@@ -298,7 +294,7 @@ def review_object(
         w_mode = mode if w.patchable or mode not in ("mutate", "enforce") else "warn"
         d = decide_container(w, report, geometry, w.settings, policy, w_mode, headroom, why)
         if w_mode != mode and d.verdict != "skip":
-            d.warnings.append(f"{w.container}: {NOT_PATCHABLE}")
+            d.warnings.append(messages.not_patchable(w))
         if pick:
             d.warnings.append(f"{w.container}: {pick}")
         for diag in w.diagnostics:

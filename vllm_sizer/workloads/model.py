@@ -61,6 +61,7 @@ class Workload:
     # False: the object cannot carry the memory limit (KubeAI Model, a kind read by structure,
     # Ray Serve LLM engine arguments): estimated and reported, never patched or denied
     patchable: bool = True
+    pods_sized_at_creation: bool = True  # False: nothing sizes its pods (Ray Serve engines)
     labels_path: str | None = None  # the pods' label map (JSON pointer), when the reader knows it
     limit_path: str | None = None  # default: resources_path + /limits/memory
     request_path: str | None = None  # default: resources_path + /requests/memory

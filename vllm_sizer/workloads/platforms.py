@@ -138,16 +138,18 @@ def kuberay_container(c: dict, template: dict, head: bool = False) -> dict:
     ray-operator/controllers/ray/common/pod.go:878-913): the image's ENTRYPOINT never runs, and
     a container with no command only starts Ray."""
     annotations = _dict(_dict(template.get("metadata")).get("annotations"))
+    # KubeRay always appends KUBERAY_GEN_RAY_START_CMD, the `ray start` it generated, to the
+    # container's env, so a command may run `$KUBERAY_GEN_RAY_START_CMD` itself (pod.go:1277-1280)
+    start = "ray start" + (" --head" if head else "")
+    out = dict(c)
+    out["env"] = [*_list(c.get("env")), {"name": "KUBERAY_GEN_RAY_START_CMD", "value": start}]
     if str(annotations.get(KUBERAY_OVERWRITE, "")).lower() == "true":
-        return c
+        return out
     words = [str(w) for key in ("command", "args") for w in _list(c.get(key))]
     cmd = " ".join(words)
-    if "ray start" in cmd:
-        return c
-    generated = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start" + (
-        " --head" if head else ""
-    )
-    out = dict(c)
+    if "ray start" in cmd or "KUBERAY_GEN_RAY_START_CMD" in cmd:
+        return out
+    generated = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; " + start
     out["command"] = ["/bin/bash", "-lc", "--"]
     out["args"] = [f"{cmd} && {generated}" if cmd else generated]
     return out
@@ -542,9 +544,92 @@ def _gpu_group(cluster: dict, base: tuple[str, ...]) -> tuple[dict, str, dict] |
     return candidates[0] if candidates else None
 
 
+# Custom Ray Serve vLLM apps (not ray.serve.llm) build vLLM's engine arguments from their
+# runtime_env env_vars; the published samples use these names (GoogleCloudPlatform/
+# kubernetes-engine-samples@2b50365 ai-ml/gke-ray/rayserve/llm/serve.py:126-127 MODEL_ID,
+# TENSOR_PARALLELISM; awslabs/ai-on-eks@41a979e blueprints/inference/vllm-rayserve-gpu/
+# vllm_serve.py:33-38 MODEL_ID, GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, MAX_NUM_SEQ(S),
+# MAX_NUM_BATCHED_TOKENS). The app's code is not visible: read by name, and said so.
+RAY_APP_ENV_FLAGS = {
+    "MODEL_ID": "--model",
+    "MODEL_NAME": "--model",
+    "TENSOR_PARALLELISM": "--tensor-parallel-size",
+    "TENSOR_PARALLEL_SIZE": "--tensor-parallel-size",
+    "PIPELINE_PARALLEL_SIZE": "--pipeline-parallel-size",
+    "MAX_MODEL_LEN": "--max-model-len",
+    "MAX_NUM_SEQS": "--max-num-seqs",
+    "MAX_NUM_SEQ": "--max-num-seqs",
+    "MAX_NUM_BATCHED_TOKENS": "--max-num-batched-tokens",
+    "GPU_MEMORY_UTILIZATION": "--gpu-memory-utilization",
+    "DTYPE": "--dtype",
+    "QUANTIZATION": "--quantization",
+    "KV_CACHE_DTYPE": "--kv-cache-dtype",
+}
+
+
+def _is_vllm_app(app: dict, worker_image: str) -> bool:
+    """A Ray Serve application that runs vLLM: ray.serve.llm, or an app whose import path,
+    deployments, pip requirements or worker image name vLLM."""
+    deployments = " ".join(str(_dict(d).get("name") or "") for d in _list(app.get("deployments")))
+    pip = _dict(app.get("runtime_env")).get("pip")
+    pip_words = " ".join(str(p) for p in (_list(pip) or _list(_dict(pip).get("packages"))))
+    text = " ".join([str(app.get("import_path") or ""), deployments, pip_words, worker_image])
+    return "vllm" in text.lower() or "ray-llm" in worker_image.lower()
+
+
+def _serve_engines(app: dict, worker_image: str) -> list[tuple[str, str | None, list[str], str]]:
+    """(engine name, model, vLLM flags, how they were read) for each vLLM engine an
+    application starts."""
+    out: list[tuple[str, str | None, list[str], str]] = []
+    for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
+        llm = _dict(llm)
+        loading = _dict(llm.get("model_loading_config"))
+        model = loading.get("model_source") or loading.get("model_id")
+        kwargs = dict(_dict(llm.get("engine_kwargs")))
+        if kwargs.get("device") == "auto":
+            kwargs.pop("device")
+        name = str(loading.get("model_id") or k)
+        out.append(
+            (
+                name,
+                model if isinstance(model, str) else None,
+                _kwargs_flags(kwargs),
+                "Ray Serve LLM engine_kwargs",
+            )
+        )
+    if out or str(app.get("import_path") or "").startswith("ray.serve.llm"):
+        return out
+    env_vars = _dict(_dict(app.get("runtime_env")).get("env_vars"))
+    if not _is_vllm_app(app, worker_image):
+        return []
+    model: str | None = None
+    flags: list[str] = []
+    used: list[str] = []
+    for key, value in env_vars.items():
+        flag = RAY_APP_ENV_FLAGS.get(str(key).upper())
+        if flag is None or value is None or isinstance(value, (dict, list)):
+            continue
+        used.append(str(key))
+        if flag == "--model":
+            model = model or str(value)
+        elif flag not in flags:
+            flags += [flag, str(value)]
+    if model is None:
+        return []
+    how = (
+        f"the app's runtime_env env_vars read by name ({', '.join(used)}): its code "
+        "(import_path " + str(app.get("import_path") or "?") + ") is not visible, so what it "
+        "does not take from them is read as vLLM's default"
+    )
+    return [(str(app.get("name") or "app"), model, flags, how)]
+
+
 def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
+    """The vLLM engines a RayService's serveConfigV2 starts (Ray Serve LLM's llm_configs, or a
+    custom vLLM app configured by env_vars), each on the worker group that holds the GPUs.
+    Reported, never patched: the engine shares its pod with Ray."""
     raw = _dict(obj.get("spec")).get("serveConfigV2")
-    if not isinstance(raw, str) or "llm_configs" not in raw:
+    if not isinstance(raw, str) or not raw.strip():
         return []
     try:
         config = yaml.safe_load(raw)
@@ -569,41 +654,39 @@ def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
         ]
     cluster, base = _ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
+    c, ptr, pod = target if target else ({}, "", {})
+    worker = str(c.get("name") or "")
+    engines = [
+        engine
+        for app in _list(_dict(config).get("applications"))
+        for engine in _serve_engines(_dict(app), str(c.get("image") or ""))
+    ]
     views: list[ContainerView] = []
-    for app in _list(_dict(config).get("applications")):
-        app = _dict(app)
-        for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
-            llm = _dict(llm)
-            loading = _dict(llm.get("model_loading_config"))
-            model = loading.get("model_source") or loading.get("model_id")
-            model = model if isinstance(model, str) else None
-            kwargs = dict(_dict(llm.get("engine_kwargs")))
-            if kwargs.get("device") == "auto":
-                kwargs.pop("device")
-            argv = ["vllm", "serve", *([model] if model else []), *_kwargs_flags(kwargs)]
-            c, ptr, pod = target if target else ({}, "", {})
-            merged = {**c, "command": argv, "args": []}
-            name = f"{app.get('name') or 'app'}/{loading.get('model_id') or k}"
-            views.append(
-                ContainerView(
-                    name=name,
-                    container=merged,
-                    pod_spec=pod,
-                    container_path=ptr or pointer("spec", "serveConfigV2"),
-                    resources_path=(ptr + "/resources") if ptr else "",
-                    patchable=False,
-                    notes=[
-                        (
-                            "warning",
-                            "Ray Serve LLM runs this vLLM engine inside a Ray worker "
-                            f"({c.get('name') or 'no worker group found'}): the estimate is the "
-                            "engine's alone; the raylet and the Ray object store (30% of the pod's "
-                            "memory by default) come on top, so vllm-sizer does not change the "
-                            "worker's limit",
-                        )
-                    ],
-                )
+    for name, model, flags, how in engines:
+        argv = ["vllm", "serve", *([model] if model else []), *flags]
+        notes = [
+            (
+                "warning",
+                "Ray Serve runs this vLLM engine inside a Ray worker "
+                f"({worker or 'no worker group found'}): the estimate is the engine's "
+                "alone; the raylet and the Ray object store (30% of the pod's memory by "
+                "default) come on top, so vllm-sizer does not change the worker's limit",
+            ),
+            ("info", f"engine arguments from {how}"),
+        ]
+        views.append(
+            ContainerView(
+                # named after the worker container that runs it (one engine), else per engine
+                name=worker if worker and len(engines) == 1 else f"{worker or 'ray'}/{name}",
+                container={**c, "command": argv, "args": []},
+                pod_spec=pod,
+                container_path=ptr or pointer("spec", "serveConfigV2"),
+                resources_path=(ptr + "/resources") if ptr else "",
+                patchable=False,
+                pods_sized_at_creation=False,
+                notes=notes,
             )
+        )
     return views
 
 

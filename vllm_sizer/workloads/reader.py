@@ -41,7 +41,7 @@ from ..estimator.names import resolve_model
 from ..estimator.versions import VllmVersion
 from . import images, kinds, limits, platforms, vllm_flags
 from .device import detect_device
-from .execution import executes_vllm
+from .execution import executed, executes_vllm
 from .expand import kube_expand, pointer
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import (
@@ -451,6 +451,50 @@ def _locate_all(
     return found
 
 
+# Programs that visibly start no model server: a vLLM-image container whose every command is
+# one of these (a Ray worker joining its head, a pod that only sleeps, a download step) is not
+# a vLLM server, so it gets no Workload. Anything else it runs (a script file, python, an
+# unknown binary) may start vLLM out of sight, and keeps the "cannot size" warning.
+NO_SERVER_PROGRAMS = {
+    "sleep", "tail", "wait", "exit", "ulimit", "set", "trap", "cd", "export", "unset",
+    "mkdir", "cp", "mv", "rm", "ln", "chmod", "chown", "touch", "env", "id", "whoami",
+    "hostname", "date", "nvidia-smi", "rocm-smi", "free", "df", "sync",
+    "huggingface-cli", "hf", "curl", "wget", "git", "tar", "unzip", "aws", "gsutil",
+} | NOT_RUNNING
+# vLLM's multi-node example script: `multi-node-serving.sh worker` only runs `ray start
+# --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh).
+MULTI_NODE_SCRIPT = "multi-node-serving.sh"
+
+
+def _starts_no_server(
+    argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
+) -> bool:
+    """Whether every program argv runs (through wrappers and `sh -c` scripts) is visibly not a
+    model server: Ray without --head starting a server, sleep, downloads, the multi-node
+    worker script. False when anything runs that vllm-sizer cannot see into."""
+    head = executed(argv)
+    if not head:
+        return not argv  # nothing runs at all (an empty script); a bare wrapper is unknown
+    prog = os.path.basename(head[0])
+    if prog == "ray":
+        return len(head) > 1 and head[1] in ("start", "status", "stop")
+    if prog == MULTI_NODE_SCRIPT or (
+        prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
+    ):
+        rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
+        return bool(rest) and rest[0] == "worker"
+    sh = find_shell(head)
+    if sh is not None:
+        if depth >= 4:
+            return False
+        script, rest = sh
+        cmds = run_script(script, env, unknown, maybe_env, positional=rest or ["sh"])
+        return all(
+            _starts_no_server(cmd.words, cmd.env, unknown, maybe_env, depth + 1) for cmd in cmds
+        )
+    return prog in NO_SERVER_PROGRAMS
+
+
 def _locate(
     argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
 ) -> _Located | None:
@@ -604,6 +648,7 @@ def _bare(
 def _view_fields(view: ContainerView) -> dict[str, Any]:
     return dict(
         patchable=view.patchable,
+        pods_sized_at_creation=view.pods_sized_at_creation,
         labels_path=view.labels_path,
         limit_path=view.limit_path,
         request_path=view.request_path,
@@ -743,6 +788,15 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             argv = args
 
     candidates = _locate_all(argv, env, unknown, maybe_env)
+    # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM
+    candidates = [
+        cand
+        for cand in candidates
+        if cand.kind != "hf"
+        or (parse_hf_args(cand.flags)[1].backend or "auto").lower() != "huggingface"
+    ]
+    if not candidates and _locate_all(argv, env, unknown, maybe_env):
+        return None
     located = candidates[0] if candidates else None
     if any(
         len(c.flags) > limits.MAX_ARGS or any(len(f) > limits.MAX_ARG_CHARS for f in c.flags)
@@ -791,14 +845,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             or images.vendor_image(image) is not None
             or view.runtime is not None
         )
-        if vllm_like and re.search(r"\bray\b.*\bstart\b", words) and "--head" not in words:
-            return _bare(
-                info,
-                view,
-                diags,
-                skip_reason="Ray worker without a vLLM command: "
-                "sized with the leader that runs vLLM",
-            )
+        if vllm_like and argv and _starts_no_server(argv, env, unknown, maybe_env):
+            return None  # a Ray worker, a multi-node worker, a pod that only sleeps
         if vllm_like:
             diags.append(
                 Diagnostic(
