@@ -195,8 +195,6 @@ def test_non_vllm_containers_never_patched(entry):
 
 # Files where the reader gives a Workload the index does not list (same strict rule).
 XFAIL_BEYOND: dict[str, str] = {
-    'opendatahub/template-vllm-cuda-runtime.yaml':
-        "an OpenShift Template's ServingRuntime container is read by structure as a vLLM server; it is a runtime, not a server",
 }
 
 

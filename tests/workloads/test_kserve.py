@@ -297,3 +297,38 @@ spec:
 """)
     assert w.lora_modules == ["b=/b"] and w.settings.max_lora_rank == 8
     assert any("does not add spec.model.lora" in m for m in messages(w, "info"))
+
+
+MULTINODE = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: llama3}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: huggingface}
+      storageUri: hf://meta-llama/Llama-3.1-8B-Instruct
+    workerSpec:
+      pipelineParallelSize: 2
+      tensorParallelSize: 4
+"""
+
+
+def test_multinode_predictor_takes_its_parallel_sizes_from_the_worker_spec():
+    """KServe sets TENSOR_PARALLEL_SIZE / PIPELINE_PARALLEL_SIZE from workerSpec; the stock
+    multi-node runtime passes them to the server (kserve-huggingfaceserver-multinode.yaml)."""
+    (w,) = read_workloads(yaml.safe_load(MULTINODE))
+    assert w.runtime == "kserve-huggingfaceserver-multinode"
+    assert w.settings.pipeline_parallel_size == 2 and w.settings.tensor_parallel_size == 4
+    assert w.model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert any("multi-node predictor" in d.message for d in w.diagnostics)
+
+
+def test_multinode_predictor_skips_runtimes_without_a_worker_spec_and_defaults_to_one():
+    obj = yaml.safe_load(MULTINODE)
+    del obj["spec"]["predictor"]["workerSpec"]["pipelineParallelSize"]
+    single = yaml.safe_load(RUNTIME.replace("vLLM", "huggingface"))  # autoSelect, no workerSpec
+    ctx = ReadContext(serving_runtimes={"single": single})
+    (w,) = read_workloads(obj, ctx)
+    assert w.runtime == "kserve-huggingfaceserver-multinode"  # the single-node runtime is not taken
+    assert w.settings.pipeline_parallel_size == 1 and w.settings.tensor_parallel_size == 4

@@ -150,3 +150,51 @@ applications:
     obj["spec"]["serveConfigV2"] += """    - model_loading_config: {model_id: b, model_source: Qwen/Qwen3-0.6B}
 """
     assert sorted(w.container for w in read_workloads(obj)) == ["llm/a", "llm/b"]
+
+
+def test_a_serving_runtime_inside_an_openshift_template_is_no_server():
+    template = {"apiVersion": "template.openshift.io/v1", "kind": "Template",
+                "metadata": {"name": "t"},
+                "objects": [{"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
+                             "metadata": {"name": "vllm"},
+                             "spec": {"containers": [{
+                                 "name": "kserve-container", "image": "vllm/vllm-openai:v0.9.0",
+                                 "command": ["python", "-m", "vllm.entrypoints.openai.api_server"],
+                                 "args": ["--model=/mnt/models"]}]}}]}
+    assert read_workloads(template) == []
+    # a Deployment in the same template is still read (by structure, report only)
+    template["objects"].append({"apiVersion": "apps/v1", "kind": "Deployment",
+                                "metadata": {"name": "d"}, "spec": {"template": {"spec": {
+                                    "containers": [{"name": "v", "image": "vllm/vllm-openai:v0.9.0",
+                                                    "command": ["vllm", "serve", "Qwen/Qwen3-8B"]}]}}}})
+    (w,) = read_workloads(template)
+    assert w.model == "Qwen/Qwen3-8B" and w.patchable is False
+
+
+def _pod_with_init(init_cmd: list[str], model_path: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"initContainers": [{"name": "dl", "image": "runtime:1", "command": init_cmd}],
+                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                     "command": ["vllm", "serve", model_path]}]}}
+
+
+def test_a_local_model_path_takes_the_id_an_init_container_downloads_into_it():
+    (w,) = read_workloads(_pod_with_init(
+        ["aibrix_download", "--model-uri", "tos://bucket/models/Qwen/Qwen3-8B/", "--local-dir",
+         "/models/"], "/models/Qwen3-8B"))
+    assert w.model == "Qwen/Qwen3-8B" and w.model_config is not None
+    assert any("init container dl downloads it" in d.message for d in w.diagnostics)
+    (w,) = read_workloads(_pod_with_init(
+        ["sh", "-c", "huggingface-cli download Qwen/Qwen3-8B --local-dir /data/qwen3-8b"],
+        "/data/qwen3-8b/"))
+    assert w.model == "Qwen/Qwen3-8B"
+
+
+def test_no_id_is_taken_from_a_download_of_another_name_or_two_orgs():
+    (w,) = read_workloads(_pod_with_init(
+        ["huggingface-cli", "download", "Qwen/Qwen3-8B", "--local-dir", "/models/other"],
+        "/models/other"))
+    assert w.model == "/models/other"
+    (w,) = read_workloads(_pod_with_init(
+        ["sh", "-c", "hf download a/m --local-dir /m/m || hf download b/m --local-dir /m/m"], "/m/m"))
+    assert w.model == "/m/m"

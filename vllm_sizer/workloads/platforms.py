@@ -66,6 +66,10 @@ def is_pod_spec(node: Any) -> bool:
     )
 
 
+# KServe runtimes: the container an InferenceService's predictor gets, never a server by itself
+RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
+
+
 def find_pod_templates(obj: dict) -> list[tuple[tuple[str | int, ...], dict]]:
     """(path segments of the pod spec, pod spec) for every pod spec in the object, in document
     order; a pod spec's own children are not searched (no pods inside pods)."""
@@ -77,6 +81,8 @@ def find_pod_templates(obj: dict) -> list[tuple[tuple[str | int, ...], dict]]:
             return
         if isinstance(node, dict):
             budget[0] -= 1
+            if path and node.get("kind") in RUNTIME_KINDS and "apiVersion" in node:
+                return  # an embedded KServe runtime (an OpenShift Template's objects) serves nothing
             if path and is_pod_spec(node):
                 found.append((path, node))
                 return

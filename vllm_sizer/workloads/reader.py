@@ -1042,6 +1042,17 @@ def _read_invocation(
                 "warning", f"model {MODEL_DIR} with no storageUri: the model behind it is unknown"
             )
         )
+    if model.startswith("/"):
+        downloaded = _downloaded_id(view, model)
+        if downloaded is not None:
+            diags.append(
+                Diagnostic(
+                    "info",
+                    f"model path {model} read as {downloaded[0]}: {downloaded[1]} downloads it "
+                    "into that directory",
+                )
+            )
+            model = downloaded[0]
     lookup_keys.append(model)
     parsed.model = model
 
@@ -1147,6 +1158,37 @@ def _read_invocation(
         env_from=_env_from_sources(c),
         **_view_fields(view),
     )
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
+    """(org/name, which container) when a container of the pod (an init container, or this
+    container's own script) names a model repo or a storage URI ending in org/name whose name
+    is the model path's last part: `huggingface-cli download org/name --local-dir /models/name`,
+    `aibrix_download --model-uri tos://bucket/org/name/ --local-dir /models/`. One distinct id
+    only (two orgs of the same name: nothing is assumed)."""
+    leaf = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    if not leaf:
+        return None
+    found: dict[str, tuple[str, str]] = {}
+    containers = [_dict(c) for c in _list(view.pod_spec.get("initContainers"))]
+    containers.append(view.container)
+    for c in containers:
+        words = _words(c.get("command")) + _words(c.get("args"))
+        words += [str(_dict(e).get("value")) for e in _list(c.get("env")) if _dict(e).get("value")]
+        for word in " ".join(words).split():
+            word = word.strip("'\"").rstrip("/")
+            if "://" in word:
+                parts = [p for p in word.split("://", 1)[1].split("/") if p]
+                cand = "/".join(parts[-2:]) if len(parts) >= 3 or word.startswith("hf") else ""
+            else:
+                cand = word if _REPO_ID.match(word) and not word.startswith(".") else ""
+            if cand.count("/") == 1 and cand.rsplit("/", 1)[-1].lower() == leaf:
+                who = "init container" if c is not view.container else "the container's command"
+                found.setdefault(cand.lower(), (cand, f"{who} {c.get('name') or '?'}"))
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 def _served_names(flags: list[str]) -> list[str]:
