@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                 classes[c] += 1
         elif not r.sized:
             classes["not sized: " + ("model not named by the manifest" if r.server.get("model") is None
-                                     else "unknown model" if "unknown model" in r.why_not_sized
+                                     else "unknown model" if ("unknown model" in r.why_not_sized
+                                                              or "no config.json known" in r.why_not_sized)
                                      else r.why_not_sized[:60])] += 1
     print("failure classes:")
     for k, v in sorted(classes.items(), key=lambda kv: -kv[1]):

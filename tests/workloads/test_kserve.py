@@ -332,3 +332,33 @@ def test_multinode_predictor_skips_runtimes_without_a_worker_spec_and_defaults_t
     (w,) = read_workloads(obj, ctx)
     assert w.runtime == "kserve-huggingfaceserver-multinode"  # the single-node runtime is not taken
     assert w.settings.pipeline_parallel_size == 1 and w.settings.tensor_parallel_size == 4
+
+
+def test_llmisvc_worker_pods_run_the_engine_too_and_the_unknown_model_is_said_once():
+    obj = yaml.safe_load("""
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: dp}
+spec:
+  model: {uri: "hf://Qwen/Qwen3-8B", name: Qwen/Qwen3-8B}
+  parallelism: {data: 16, dataLocal: 8, tensor: 1}
+  template:
+    containers:
+    - name: main
+      resources: {limits: {memory: 512Gi, nvidia.com/gpu: "8"}}
+  worker:
+    containers:
+    - name: main
+      resources: {limits: {memory: 256Gi, nvidia.com/gpu: "8"}}
+""")
+    leader, worker = read_workloads(obj)
+    assert leader.container_path == "/spec/template/containers/0"
+    assert worker.container_path == "/spec/worker/containers/0"
+    assert worker.settings.data_parallel_size == 16 and worker.model == "Qwen/Qwen3-8B"
+    assert worker.limit_bytes == 256 * 2**30
+    from vllm_sizer.policy.review import review_object
+    obj["spec"]["model"] = {"uri": "hf://acme/unknown-13b", "name": "acme/unknown-13b"}
+    r = review_object(obj)
+    unknown = [x for x in r.warnings if "no config.json known" in x]
+    assert len(unknown) == 1 and "acme--unknown-13b" in unknown[0]  # the way to supply it
+    assert not any("add its config.json as the" in x for x in r.warnings)  # not said twice

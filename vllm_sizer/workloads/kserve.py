@@ -568,8 +568,16 @@ def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
     return flags, notes
 
 
+# KServe's managed DRA: the controller adds a claim of this device class to the pods
+# (kserve/kserve@aaac4e2 pkg/constants/constants.go:144, pkg/validation/managed_dra.go:37-43,
+# pkg/controller/v1alpha2/llmisvc/managed_dra.go:86)
+MANAGED_DRA_CLASS = "serving.kserve.io/exp-dra-device-class"
+
+
 def read_llmisvc(obj: dict) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
+    dra = _dict(_dict(obj.get("metadata")).get("annotations")).get(MANAGED_DRA_CLASS)
+    dra_classes = (dra.strip(),) if isinstance(dra, str) and dra.strip() else ()
     model = _dict(spec.get("model"))
     uri = model.get("uri") if isinstance(model.get("uri"), str) else None
     lora_flags, notes = _lora_flags(_dict(model.get("lora")))
@@ -586,34 +594,43 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
         ):
             if isinstance(par.get(key), int) and not isinstance(par.get(key), bool):
                 flags += [flag, str(par[key])]
-        template = _dict(workload.get("template"))
-        containers = _list(template.get("containers"))
-        idx = next((k for k, c in enumerate(containers) if _dict(c).get("name") == "main"), None)
-        view_notes = list(notes)
-        if idx is None:
-            container: dict = {"name": "main"}
-            idx = len(containers)
-            view_notes.append(
-                (
-                    "info",
-                    "no `main` container in the object: it comes from KServe's "
-                    "LLMInferenceServiceConfig; sized from spec.model",
+        # the leader pods (template) and, multi-node, the worker pods (worker: a PodSpec), whose
+        # `main` container runs the same vLLM engine with its data-parallel ranks (KServe's
+        # config-llm-worker-data-parallel): each is sized as a vLLM server
+        pods = [("template", _dict(workload.get("template")))]
+        if isinstance(workload.get("worker"), dict):
+            pods.append(("worker", _dict(workload.get("worker"))))
+        for where, pod in pods:
+            containers = _list(pod.get("containers"))
+            idx = next(
+                (k for k, c in enumerate(containers) if _dict(c).get("name") == "main"), None
+            )
+            view_notes = list(notes)
+            if idx is None:
+                container: dict = {"name": "main"}
+                idx = len(containers)
+                view_notes.append(
+                    (
+                        "info",
+                        "no `main` container in the object: it comes from KServe's "
+                        "LLMInferenceServiceConfig; sized from spec.model",
+                    )
+                )
+            else:
+                container = _dict(containers[idx])
+            views.append(
+                ContainerView(
+                    name="main",
+                    container=container,
+                    pod_spec=pod,
+                    container_path=pointer(*base, where, "containers", idx),
+                    resources_path=pointer(*base, where, "containers", idx, "resources"),
+                    storage_uri=uri,
+                    model_uri=uri,
+                    extra_flags=flags,
+                    llmisvc=True,
+                    notes=view_notes,
+                    dra_classes=dra_classes,
                 )
             )
-        else:
-            container = _dict(containers[idx])
-        views.append(
-            ContainerView(
-                name="main",
-                container=container,
-                pod_spec=template,
-                container_path=pointer(*base, "template", "containers", idx),
-                resources_path=pointer(*base, "template", "containers", idx, "resources"),
-                storage_uri=uri,
-                model_uri=uri,
-                extra_flags=flags,
-                llmisvc=True,
-                notes=view_notes,
-            )
-        )
     return views

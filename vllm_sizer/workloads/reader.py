@@ -993,6 +993,7 @@ def _read_invocation(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
+        dra_classes=view.dra_classes,
     )
     diags += dev.diagnostics
 
