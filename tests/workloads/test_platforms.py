@@ -154,12 +154,52 @@ def test_dynamo_v1beta1_pod_templates():
 
 # ---- KAITO, Knative ---------------------------------------------------------------------------
 
-def test_kaito_preset_says_kaito_sizes_it():
+def test_kaito_preset_is_read_as_kaito_runs_it_and_never_patched():
+    """The preset names the model (KAITO's supported_models.yaml), KAITO's command line takes
+    the ConfigMap's vllm: section; the Workspace is reported on, never changed."""
+    from vllm_sizer.workloads import ReadContext
+
     obj = doc("kaito-workspace.yaml", "Workspace")
+    cm = doc("kaito-workspace.yaml", "ConfigMap")
+    ctx = ReadContext(config_maps={cm["metadata"]["name"]: cm["data"]})
+    (w,) = read_workloads(obj, ctx)
+    assert w.model == "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B" and w.device == "cuda"
+    assert w.settings.gpu_memory_utilization == 0.95  # the ConfigMap's, over KAITO's 0.84
+    assert w.settings.tensor_parallel_size == 2 and w.settings.max_model_len == 131072
+    assert not w.patchable and not w.skip_reason
+    assert review_object(obj, ctx, policy=enforce()).patch == []
+    assert read_workloads(cm) == []
+    # without the ConfigMap: KAITO's default, and the warning says the parameters are unseen
     (w,) = read_workloads(obj)
-    assert "KAITO" in w.skip_reason and "ds-inference-params" in w.skip_reason
-    assert review_object(obj, policy=enforce()).patch == []
-    assert read_workloads(doc("kaito-workspace.yaml", "ConfigMap")) == []
+    assert w.settings.gpu_memory_utilization == 0.84
+    assert any("not visible here" in d.message for d in w.diagnostics)
+    # the Transformers runtime is not vLLM: nothing to size
+    obj["metadata"]["annotations"] = {"kaito.sh/runtime": "transformers"}
+    assert read_workloads(obj) == []
+
+
+def test_kaito_pods_run_kaitos_vllm_script_and_are_sized_at_creation():
+    """The pod KAITO creates runs `python3 /workspace/vllm/inference_api.py` with vLLM's flags
+    after its own --kaito-* ones (inference_api.py:64-154)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ws-0"}, "spec": {"containers": [{
+        "name": "ws", "image": "mcr.microsoft.com/aks/kaito/kaito-base:0.5.0",
+        "command": ["/bin/sh", "-c", "python3 /workspace/vllm/inference_api.py "
+                    "--kaito-config-file /mnt/config/inference_config.yaml --model Qwen/Qwen3-8B "
+                    "--gpu-memory-utilization 0.84 --kaito-disable-rate-limit --max-model-len 8192"],
+        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    (w,) = read_workloads(pod)
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 8192
+    assert not any("kaito" in f for f in w.argv)
+
+
+def test_kaito_inference_set_reads_its_template():
+    obj = {"apiVersion": "kaito.sh/v1alpha1", "kind": "InferenceSet", "metadata": {"name": "p"},
+           "spec": {"replicas": 1, "template": {
+               "inference": {"preset": {"name": "phi-4-mini-instruct"}},
+               "resource": {"instanceType": "Standard_NV36ads_A10_v5"}}}}
+    (w,) = read_workloads(obj)
+    assert w.model == "microsoft/Phi-4-mini-instruct"
+    assert w.settings.gpu_memory_utilization == 0.82  # KAITO's A10 value
 
 
 def test_kaito_template_is_read_not_patched():

@@ -96,9 +96,11 @@ def detect_device(
     pod_spec: dict,
     container: dict,
     dra_classes: tuple[str, ...] = (),
+    hint: tuple[str, str] | None = None,
 ) -> DeviceFacts:
     """`dra_classes`: DRA device classes the platform adds to the pod (KServe's managed DRA
-    annotation), beside the claims the pod spec names."""
+    annotation), beside the claims the pod spec names; `hint`: (device, why) from the platform,
+    used when the pod spec gives no evidence."""
     facts = DeviceFacts()
     diags = facts.diagnostics
     limits = _dict(resources.get("limits"))
@@ -205,6 +207,9 @@ def detect_device(
         facts.device = explicit
     elif accel:
         facts.device = accel
+    elif hint is not None:
+        facts.device = hint[0]
+        diags.append(Diagnostic("info", f"device {hint[0]}: {hint[1]}"))
     elif image_device(image):
         facts.device = image_device(image) or "unknown"
         diags.append(

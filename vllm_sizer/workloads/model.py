@@ -96,3 +96,6 @@ class ReadContext:
     serving_runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → object
     cluster_serving_runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_resolver: Callable[[str], dict[str, Any] | None] | None = None
+    # ConfigMaps of the object's own namespace (name → data) the caller has: files a platform
+    # mounts from them (KAITO's inference config). `check` gives those of its input.
+    config_maps: dict[str, dict[str, str]] = field(default_factory=dict)

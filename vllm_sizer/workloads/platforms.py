@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -697,37 +698,81 @@ def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
 
 
 # ------------------------------------------------------------------ KAITO Workspace
-def read_kaito_workspace(obj: dict) -> list[ContainerView]:
-    inference = _dict(obj.get("inference"))
+_KAITO = json.loads((Path(__file__).parent / "data" / "kaito_presets.json").read_text())
+KAITO_PRESETS: dict[str, str] = _KAITO["presets"]  # preset name → Hugging Face id
+KAITO_SOURCE = "{repo}@{commit}:{path}".format(**_KAITO["source"])
+# KAITO's --gpu-memory-utilization: 0.84, 0.82 on A10 instance types
+# (kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70: pkg/model/interface.go:380-392)
+KAITO_GPU_UTIL, KAITO_GPU_UTIL_A10 = "0.84", "0.82"
+
+
+def _kaito_config_flags(
+    name: Any, config_maps: dict[str, dict[str, str]]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """KAITO appends each key of the config file's `vllm:` section as `--key value`
+    (presets/workspace/inference/vllm/inference_api.py:128-146); the file is the key
+    inference_config.yaml of the ConfigMap `inference.config` (pkg/model/interface.go:55,483)."""
+    if not isinstance(name, str) or not name:
+        return [], []
+    data = config_maps.get(name)
+    if data is None:
+        return [], [
+            (
+                "warning",
+                f"the vLLM parameters in ConfigMap {name} are not visible here: KAITO's "
+                "defaults are assumed for what they would set",
+            )
+        ]
+    raw = data.get("inference_config.yaml")
+    try:
+        loaded = yaml.safe_load(raw) if raw else {}
+    except Exception as exc:  # noqa: BLE001 - yaml raises many types
+        return [], [("error", f"ConfigMap {name}: inference_config.yaml is not YAML ({exc})")]
+    vllm = _dict(_dict(loaded).get("vllm"))
+    flags: list[str] = []
+    for key, value in vllm.items():
+        flags += [f"--{key}", str(value)]
+    return flags, [("info", f"vLLM parameters from ConfigMap {name} (inference_config.yaml)")]
+
+
+def _kaito_views(
+    obj: dict, inference: dict, resource: dict, base: tuple[str, ...], config_maps: dict
+) -> list[ContainerView]:
     views: list[ContainerView] = []
     preset = _dict(inference.get("preset"))
     runtime = str(
         _dict(_dict(obj.get("metadata")).get("annotations")).get("kaito.sh/runtime") or "vllm"
     )
-    if preset.get("name"):
-        if runtime.lower() == "transformers":
-            what = "the Hugging Face Transformers runtime (not vLLM)"
-        else:
-            what = "KAITO's vLLM runtime"
-        config = inference.get("config")
-        extra = (
-            f"; the vLLM parameters in ConfigMap {config} are read by KAITO, not here"
-            if config
-            else ""
-        )
+    name = preset.get("name")
+    if isinstance(name, str) and name and runtime.lower() != "transformers":
+        model = KAITO_PRESETS.get(name.lower()) or (name if "/" in name else None)
+        instance = str(resource.get("instanceType") or "")
+        util = KAITO_GPU_UTIL_A10 if "_a10_" in instance.lower() + "_" else KAITO_GPU_UTIL
+        flags, notes = _kaito_config_flags(inference.get("config"), config_maps)
+        argv = ["python3", "/workspace/vllm/inference_api.py"]
+        argv += (["--model", model] if model else []) + ["--gpu-memory-utilization", util]
+        notes = [
+            (
+                "info",
+                f"KAITO preset {name}"
+                + (f" serves {model} ({KAITO_SOURCE})" if model else " is not in KAITO's list")
+                + "; KAITO builds the pod and sizes it from the preset and the instance type "
+                "itself; the pods it creates are sized at creation by the pod-level webhook",
+            ),
+            *notes,
+        ]
         views.append(
             ContainerView(
                 name="inference",
-                container={"name": "inference"},
+                container={"name": "inference", "command": argv + flags},
                 pod_spec={},
-                container_path=pointer("inference"),
+                container_path=pointer(*base, "preset"),
                 resources_path="",
                 patchable=False,
-                bare=True,
-                skip_reason=(
-                    f"KAITO Workspace preset {preset['name']}: KAITO builds the pod with "
-                    f"{what} and sizes it from the preset and the instance type itself"
-                    f"{extra}; its pods are sized at creation by the pod-level webhook"
+                notes=notes,
+                device_hint=(
+                    "cuda",
+                    f"KAITO provisions NVIDIA GPU instance types ({instance or 'instanceType'})",
                 ),
             )
         )
@@ -735,9 +780,27 @@ def read_kaito_workspace(obj: dict) -> list[ContainerView]:
     if template:
         views += pod_views(
             _dict(template.get("spec")),
-            ("inference", "template", "spec"),
+            (*base, "template", "spec"),
             patchable=False,
             note="KAITO runs inference.template as given; the Workspace is not "
             "changed: its pods are sized at creation by the pod-level webhook",
         )
     return views
+
+
+def read_kaito_workspace(obj: dict, config_maps: dict | None = None) -> list[ContainerView]:
+    """A KAITO Workspace (inference at the top level) or InferenceSet (spec.template): the
+    preset's model and KAITO's vLLM command line, or the pod template it runs as given."""
+    cms = config_maps or {}
+    if obj.get("kind") == "InferenceSet":
+        template = _dict(_dict(obj.get("spec")).get("template"))
+        return _kaito_views(
+            obj,
+            _dict(template.get("inference")),
+            _dict(template.get("resource")),
+            ("spec", "template", "inference"),
+            cms,
+        )
+    return _kaito_views(
+        obj, _dict(obj.get("inference")), _dict(obj.get("resource")), ("inference",), cms
+    )

@@ -335,8 +335,8 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
     if not spec_entry.served:
         if kind == "Model":
             return platforms.read_kubeai_model(obj)
-        if kind == "Workspace":
-            return platforms.read_kaito_workspace(obj)
+        if kind in ("Workspace", "InferenceSet"):
+            return platforms.read_kaito_workspace(obj, ctx.config_maps)
         return []
     if group in ("apps", "extensions") or kind in ("ReplicationController", "Job"):
         return _pod_views(
@@ -994,6 +994,7 @@ def _read_invocation(
         pod_spec=view.pod_spec,
         container=c,
         dra_classes=view.dra_classes,
+        hint=view.device_hint,
     )
     diags += dev.diagnostics
 

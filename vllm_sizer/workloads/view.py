@@ -33,6 +33,8 @@ class ContainerView:
     limit_path: str | None = None  # memory limit / request pointers when not under resources
     request_path: str | None = None
     env_path: str | None = None  # the container's env list, when not container_path + /env
-    dra_classes: tuple[str, ...] = ()  # DRA device classes the platform adds to the pod
+    dra_classes: tuple[str, ...] = ()
+    # (device, why) when the platform, not the pod spec, says where it runs (KAITO presets)
+    device_hint: tuple[str, str] | None = None  # DRA device classes the platform adds to the pod
     bare: bool = False  # no container to read: a Workload that only carries notes/skip_reason
     patch_blocked: str | None = None  # the effective memory limit is not known (Workload)
