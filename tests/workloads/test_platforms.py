@@ -363,3 +363,29 @@ def test_kuberay_runs_ray_start_in_place_of_the_image_entrypoint():
                        "resources": {"limits": {"nvidia.com/gpu": 1}}})
     (w,) = [w for w in read_workloads(serving) if w.settings is not None]
     assert w.container == "w" and w.model == "Qwen/Qwen3-0.6B"
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_platform_yaml_is_read_with_bounds():
+    """serveConfigV2 and a KAITO ConfigMap are user YAML: an alias bomb is refused with a
+    diagnostic in milliseconds, never expanded (limits.load_yaml)."""
+    import time
+
+    from vllm_sizer.workloads import ReadContext
+
+    ws = {"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace", "metadata": {"name": "w"},
+          "inference": {"preset": {"name": "phi-4"}, "config": "c"}}
+    start = time.perf_counter()
+    (w,) = read_workloads(ws, ReadContext(config_maps={"c": {"inference_config.yaml": _alias_bomb()}}))
+    assert any("aliases" in d.message for d in w.diagnostics)
+    rs = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "r"},
+          "spec": {"serveConfigV2": _alias_bomb()}}
+    (w,) = read_workloads(rs)
+    assert w.settings is None and any("aliases" in d.message for d in w.diagnostics)
+    assert time.perf_counter() - start < 5  # 9**9 items if expanded

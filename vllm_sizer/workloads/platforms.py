@@ -35,9 +35,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from .expand import pointer
+from .limits import load_yaml
 from .view import ContainerView
 
 MAX_DEPTH = 10
@@ -639,7 +639,7 @@ def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
     if not isinstance(raw, str) or not raw.strip():
         return []
     try:
-        config = yaml.safe_load(raw)
+        config = load_yaml(raw)  # bounded: aliases, size, depth (limits.py)
     except Exception as exc:  # noqa: BLE001 - yaml raises many types
         return [
             ContainerView(
@@ -725,7 +725,7 @@ def _kaito_config_flags(
         ]
     raw = data.get("inference_config.yaml")
     try:
-        loaded = yaml.safe_load(raw) if raw else {}
+        loaded = load_yaml(raw) if raw else {}  # bounded (limits.py)
     except Exception as exc:  # noqa: BLE001 - yaml raises many types
         return [], [("error", f"ConfigMap {name}: inference_config.yaml is not YAML ({exc})")]
     vllm = _dict(_dict(loaded).get("vllm"))

@@ -42,7 +42,7 @@ from ..estimator.versions import VllmVersion
 from . import images, kinds, limits, platforms, vllm_flags
 from .device import detect_device
 from .execution import executed, executes_vllm
-from .expand import kube_expand, pointer
+from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import (
     ANNOTATION_MODEL_CONFIG,
@@ -456,10 +456,43 @@ def _locate_all(
 # a vLLM server, so it gets no Workload. Anything else it runs (a script file, python, an
 # unknown binary) may start vLLM out of sight, and keeps the "cannot size" warning.
 NO_SERVER_PROGRAMS = {
-    "sleep", "tail", "wait", "exit", "ulimit", "set", "trap", "cd", "export", "unset",
-    "mkdir", "cp", "mv", "rm", "ln", "chmod", "chown", "touch", "env", "id", "whoami",
-    "hostname", "date", "nvidia-smi", "rocm-smi", "free", "df", "sync",
-    "huggingface-cli", "hf", "curl", "wget", "git", "tar", "unzip", "aws", "gsutil",
+    "sleep",
+    "tail",
+    "wait",
+    "exit",
+    "ulimit",
+    "set",
+    "trap",
+    "cd",
+    "export",
+    "unset",
+    "mkdir",
+    "cp",
+    "mv",
+    "rm",
+    "ln",
+    "chmod",
+    "chown",
+    "touch",
+    "env",
+    "id",
+    "whoami",
+    "hostname",
+    "date",
+    "nvidia-smi",
+    "rocm-smi",
+    "free",
+    "df",
+    "sync",
+    "huggingface-cli",
+    "hf",
+    "curl",
+    "wget",
+    "git",
+    "tar",
+    "unzip",
+    "aws",
+    "gsutil",
 } | NOT_RUNNING
 # vLLM's multi-node example script: `multi-node-serving.sh worker` only runs `ray start
 # --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh).
