@@ -374,18 +374,14 @@ def _alias_bomb(levels: int = 9) -> str:
 
 def test_platform_yaml_is_read_with_bounds():
     """serveConfigV2 and a KAITO ConfigMap are user YAML: an alias bomb is refused with a
-    diagnostic in milliseconds, never expanded (limits.load_yaml)."""
-    import time
-
+    diagnostic, never expanded (limits.load_yaml; 9**9 items if it were)."""
     from vllm_sizer.workloads import ReadContext
 
     ws = {"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace", "metadata": {"name": "w"},
           "inference": {"preset": {"name": "phi-4"}, "config": "c"}}
-    start = time.perf_counter()
     (w,) = read_workloads(ws, ReadContext(config_maps={"c": {"inference_config.yaml": _alias_bomb()}}))
     assert any("aliases" in d.message for d in w.diagnostics)
     rs = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "r"},
           "spec": {"serveConfigV2": _alias_bomb()}}
     (w,) = read_workloads(rs)
     assert w.settings is None and any("aliases" in d.message for d in w.diagnostics)
-    assert time.perf_counter() - start < 5  # 9**9 items if expanded
