@@ -198,3 +198,43 @@ def test_no_id_is_taken_from_a_download_of_another_name_or_two_orgs():
     (w,) = read_workloads(_pod_with_init(
         ["sh", "-c", "hf download a/m --local-dir /m/m || hf download b/m --local-dir /m/m"], "/m/m"))
     assert w.model == "/m/m"
+
+
+def _mounted(command: list[str], mount: dict, volume: dict) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {
+                "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                "command": command, "volumeMounts": [mount]}],
+                "volumes": [volume]}}}}
+
+
+SCRIPT = "#!/bin/bash\nset -e\nMODEL=Qwen/Qwen3-8B\nexec vllm serve $MODEL --max-model-len 8192 \"$@\"\n"
+
+
+def test_a_script_mounted_from_a_configmap_is_read_when_the_configmap_is_known():
+    from vllm_sizer.workloads import ReadContext
+
+    obj = _mounted(["bash", "/scripts/start.sh", "--max-num-seqs", "8"],
+                   {"name": "s", "mountPath": "/scripts"},
+                   {"name": "s", "configMap": {"name": "start"}})
+    ctx = ReadContext(config_maps={"start": {"start.sh": SCRIPT}})
+    (w,) = read_workloads(obj, ctx)
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 8192
+    assert w.settings.max_num_seqs == 8  # "$@" of the script
+    (w,) = read_workloads(obj)  # the ConfigMap unknown (the webhook): warned, not guessed
+    assert w.settings is None
+
+
+def test_copied_and_subpath_mounted_scripts_and_a_mounted_vllm_config():
+    from vllm_sizer.workloads import ReadContext
+
+    obj = _mounted(["/bin/sh", "-c", "cp /e/run.sh /tmp/run.sh && chmod +x /tmp/run.sh && /tmp/run.sh"],
+                   {"name": "s", "mountPath": "/e/run.sh", "subPath": "run.sh"},
+                   {"name": "s", "configMap": {"name": "start"}})
+    (w,) = read_workloads(obj, ReadContext(config_maps={"start": {"run.sh": SCRIPT}}))
+    assert w.model == "Qwen/Qwen3-8B"
+    obj = _mounted(["vllm", "serve", "Qwen/Qwen3-8B", "--config", "/cfg/v.yaml"],
+                   {"name": "c", "mountPath": "/cfg"},
+                   {"name": "c", "configMap": {"name": "vcfg", "items": [{"key": "k", "path": "v.yaml"}]}})
+    (w,) = read_workloads(obj, ReadContext(config_maps={"vcfg": {"k": "max-num-seqs: 3\n"}}))
+    assert w.settings.max_num_seqs == 3

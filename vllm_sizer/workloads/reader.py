@@ -53,7 +53,7 @@ from .model import (
     Workload,
 )
 from .quantity import parse_quantity
-from .shell import find_shell, run_script
+from .shell import SHELLS, find_shell, run_script
 from .view import ContainerView
 from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
@@ -412,12 +412,38 @@ def _prefix_env(argv: list[str], flags_start: int) -> dict[str, str]:
     return out
 
 
+def _script_file(argv: list[str], files: dict[str, str]) -> tuple[str, list[str]] | None:
+    """(script text, $0 and its arguments) when argv runs a script file whose text is known:
+    `bash FILE ARGS`, `FILE ARGS`, `source FILE` with FILE mounted from a ConfigMap or written
+    by the script before."""
+    head = executed(argv)
+    if not head or not files:
+        return None
+    prog = os.path.basename(head[0])
+    if prog in SHELLS or prog in ("source", "."):
+        args = [a for a in head[1:]]
+        if not args or args[0].startswith("-"):
+            return None
+        path, rest = args[0], args[1:]
+    else:
+        path, rest = head[0], head[1:]
+    text = files.get(path)
+    return (text, [path, *rest]) if text is not None else None
+
+
 def _locate_all(
-    argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
+    argv: list[str],
+    env: dict[str, str],
+    unknown: set[str],
+    maybe_env: bool,
+    depth: int = 0,
+    files: dict[str, str] | None = None,
 ) -> list[_Located]:
     """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
-    command of a `sh -c` script (both branches of an if/else, each case arm, ...), in script
-    order; identical invocations once."""
+    command of a `sh -c` script (both branches of an if/else, each case arm, ...), or of a
+    script file whose text is known (`files`: mounted from a ConfigMap, written or copied by
+    the script), in script order; identical invocations once."""
+    files = dict(files or {})
     inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
@@ -430,6 +456,8 @@ def _locate_all(
     if hf is not None:
         return [_Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])]
     sh = find_shell(argv)
+    if sh is None:
+        sh = _script_file(argv, files)
     if sh is None or depth >= 4:
         return []
     script, rest = sh
@@ -438,7 +466,11 @@ def _locate_all(
     for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
         if cmd.words[0] in NOT_RUNNING:
             continue  # `echo "vllm serve ..."` prints, it does not run
-        for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1):
+        known = {**files, **cmd.files}
+        if cmd.words[0] == "cp" and len(cmd.words) == 3 and cmd.words[1] in known:
+            files[cmd.words[2]] = known[cmd.words[1]]  # `cp /mounted/run.sh $HOME/run.sh`
+            continue
+        for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1, known):
             key = (sub.kind, tuple(sub.flags), sub.positional, tuple(sorted(sub.env.items())))
             if key in seen:
                 continue
@@ -500,7 +532,12 @@ MULTI_NODE_SCRIPT = "multi-node-serving.sh"
 
 
 def _starts_no_server(
-    argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
+    argv: list[str],
+    env: dict[str, str],
+    unknown: set[str],
+    maybe_env: bool,
+    depth: int = 0,
+    files: dict[str, str] | None = None,
 ) -> bool:
     """Whether every program argv runs (through wrappers and `sh -c` scripts) is visibly not a
     model server: Ray without --head starting a server, sleep, downloads, the multi-node
@@ -516,14 +553,17 @@ def _starts_no_server(
     ):
         rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
         return bool(rest) and rest[0] == "worker"
-    sh = find_shell(head)
+    sh = find_shell(head) or _script_file(head, files or {})
     if sh is not None:
         if depth >= 4:
             return False
         script, rest = sh
         cmds = run_script(script, env, unknown, maybe_env, positional=rest or ["sh"])
         return all(
-            _starts_no_server(cmd.words, cmd.env, unknown, maybe_env, depth + 1) for cmd in cmds
+            _starts_no_server(
+                cmd.words, cmd.env, unknown, maybe_env, depth + 1, {**(files or {}), **cmd.files}
+            )
+            for cmd in cmds
         )
     return prog in NO_SERVER_PROGRAMS
 
@@ -534,6 +574,46 @@ def _locate(
     """The first invocation (count: how many there are)."""
     found = _locate_all(argv, env, unknown, maybe_env, depth)
     return found[0] if found else None
+
+
+def _mounted_files(view: ContainerView, config_maps: dict[str, dict[str, str]]) -> dict[str, str]:
+    """path → text of the files the container mounts from ConfigMaps the caller has (the same
+    namespace's; `check` gives those of its input): whole-map mounts, `items`, `subPath`."""
+    if not config_maps:
+        return {}
+    volumes = {
+        _dict(v).get("name"): _dict(v) for v in _list(view.pod_spec.get("volumes")) if _dict(v)
+    }
+    out: dict[str, str] = {}
+    for m in _list(view.container.get("volumeMounts")):
+        m = _dict(m)
+        vol = volumes.get(m.get("name"))
+        path = m.get("mountPath")
+        if vol is None or not isinstance(path, str):
+            continue
+        sources = [_dict(vol.get("configMap"))] + [
+            _dict(_dict(src).get("configMap"))
+            for src in _list(_dict(vol.get("projected")).get("sources"))
+        ]
+        for src in sources:
+            data = config_maps.get(str(src.get("name")))
+            if not data:
+                continue
+            items = {
+                str(_dict(i).get("key")): str(_dict(i).get("path"))
+                for i in _list(src.get("items"))
+                if _dict(i).get("key") and _dict(i).get("path")
+            } or {k: k for k in data}
+            sub = m.get("subPath")
+            for key, rel in items.items():
+                if key not in data:
+                    continue
+                if isinstance(sub, str) and sub:
+                    if rel == sub:
+                        out[path] = data[key]
+                else:
+                    out[path.rstrip("/") + "/" + rel] = data[key]
+    return out
 
 
 def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
@@ -820,7 +900,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         else:
             argv = args
 
-    candidates = _locate_all(argv, env, unknown, maybe_env)
+    mounted = _mounted_files(view, info.context.config_maps)
+    candidates = _locate_all(argv, env, unknown, maybe_env, files=mounted)
     # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM
     candidates = [
         cand
@@ -828,7 +909,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         if cand.kind != "hf"
         or (parse_hf_args(cand.flags)[1].backend or "auto").lower() != "huggingface"
     ]
-    if not candidates and _locate_all(argv, env, unknown, maybe_env):
+    if not candidates and _locate_all(argv, env, unknown, maybe_env, files=mounted):
         return None
     located = candidates[0] if candidates else None
     if any(
@@ -878,7 +959,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             or images.vendor_image(image) is not None
             or view.runtime is not None
         )
-        if vllm_like and argv and _starts_no_server(argv, env, unknown, maybe_env):
+        if vllm_like and argv and _starts_no_server(argv, env, unknown, maybe_env, files=mounted):
             return None  # a Ray worker, a multi-node worker, a pod that only sleeps
         if vllm_like:
             diags.append(
@@ -941,8 +1022,9 @@ def _read_invocation(
             )
     version = images.image_version(image)
     loader = info.config_loader()
-    if located.files:
-        loader = _script_files_loader(located.files, loader, diags)
+    files = {**_mounted_files(view, info.context.config_maps), **located.files}
+    if files:
+        loader = _script_files_loader(files, loader, diags)
     hf_args = None
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
