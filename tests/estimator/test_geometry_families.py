@@ -45,3 +45,13 @@ def test_phi3_vision_counts_its_clip_image_tower():
     g = _geo("microsoft/Phi-3.5-vision-instruct")
     assert g.vision_parameters > 250_000_000
     assert g.parameter_count() == pytest.approx(4.2e9, rel=0.02)  # model card: 4.2B
+
+
+def test_phi3_small_reads_ff_intermediate_size_and_biased_linears():
+    # Phi-3-small names its MLP width ff_intermediate_size (14336); every linear has a bias and the
+    # norms are LayerNorms (modeling_phi3_small.py). Shapes: embed 100352*4096 (tied), per layer
+    # qkv 4096*6144+6144, dense 4096*4096+4096, up 4096*28672+28672, down 14336*4096+4096,
+    # two LayerNorms 2*(2*4096); plus the final LayerNorm: 7,392,272,384 (Hub: 7.39B).
+    g = _geo("microsoft/Phi-3-small-8k-instruct")
+    assert g.intermediate_size == 14336 and g.num_kv_heads == 8
+    assert g.parameter_count() == 7_392_272_384

@@ -42,6 +42,11 @@ FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
 # attention_bias puts a bias on q/k/v only, o_proj has none: transformers Glm4Attention and
 # Glm4MoeAttention (o_proj bias=False); Glm4MoeAttention also has q/k RMSNorm when use_qk_norm.
 QKV_ONLY_BIAS_TYPES = {"glm4", "glm4_moe"}
+# Every linear carries a bias and the norms are LayerNorms with a bias: Phi-3-small
+# (modeling_phi3_small.py: query_key_value / dense / up_proj / down_proj are nn.Linear with
+# bias, input_layernorm / post_attention_layernorm / final_layernorm are nn.LayerNorm); its MLP
+# width is ff_intermediate_size (up_proj: hidden -> 2 * ff_intermediate_size, gegelu-gated).
+ALL_BIAS_TYPES = {"phi3small"}
 
 # Bytes per parameter of quantized linear weights, including scales: derived from each format.
 # awq/gptq 4-bit, group 128: 4 bits + fp16 scale + 4-bit zero per 128 weights = 4.16 bits.
@@ -208,7 +213,8 @@ class ModelGeometry(BaseModel, frozen=True):
                        or (1 if c.get("multi_query") else heads))
         head_dim = int(first("head_dim", "kv_channels") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
-        inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
+        inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size",
+                      "ff_intermediate_size")
         intermediate = int(inter) if inter else 4 * hidden
 
         mla = None
@@ -250,17 +256,18 @@ class ModelGeometry(BaseModel, frozen=True):
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
             or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
-            or bool(c.get("add_qkv_bias")),
+            or bool(c.get("add_qkv_bias")) or model_type in ALL_BIAS_TYPES,
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
             or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
-            or bool(c.get("add_bias_linear")),
+            or bool(c.get("add_bias_linear")) or model_type in ALL_BIAS_TYPES,
             mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"} | ENCODER_TYPES
-            or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear")),
+            or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear"))
+            or model_type in ALL_BIAS_TYPES,
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES
-            | ENCODER_TYPES,
+            | ENCODER_TYPES | ALL_BIAS_TYPES,
             learned_positions=_learned_positions(c, model_type),
             token_type_rows=int(c.get("type_vocab_size") or 0) if model_type in ENCODER_TYPES
             else 0,
