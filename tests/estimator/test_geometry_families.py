@@ -55,3 +55,14 @@ def test_phi3_small_reads_ff_intermediate_size_and_biased_linears():
     g = _geo("microsoft/Phi-3-small-8k-instruct")
     assert g.intermediate_size == 14336 and g.num_kv_heads == 8
     assert g.parameter_count() == 7_392_272_384
+
+
+def test_nemotron_nas_reads_block_configs():
+    # Llama-3.3-Nemotron-Super-49B (DeciLM): 80 block_configs, 31 attention no-ops (no attention,
+    # no KV cache), 49 attention layers with 64 / 8 = 8 KV heads, per-layer FFN widths from
+    # ffn_mult (int(2 * mult * 8192 / 3) rounded up to 256: 5.25 -> 28672, 2.625 -> 14336).
+    g = _geo("nvidia/Llama-3_3-Nemotron-Super-49B-v1")
+    assert g.num_attention_layers == 49 and g.num_kv_heads == 8 and g.num_layers == 80
+    assert g.intermediate_size == 28672 and len(g.mlp_widths) == 80
+    assert g.kv_bytes_per_token(2) == 49 * 2 * 8 * 128 * 2
+    assert g.parameter_count() == pytest.approx(49.9e9, rel=0.005)  # Hub: 49.9B

@@ -165,6 +165,12 @@ class ModelGeometry(BaseModel, frozen=True):
     sliding_window_layers: int = 0
     quantization: Quantization | None = None
     vision_parameters: int = 0  # rough count of a vision tower (multimodal configs)
+    # Llama-Nemotron NAS (DeciLM block_configs): layers that keep attention (the others hold
+    # no attention and no KV cache), each layer's MLP width (0 = no MLP), and blocks replaced
+    # by one Linear(h, h). None / () / 0 for every other model.
+    attention_layers: int | None = None
+    mlp_widths: tuple[int, ...] = ()
+    linear_blocks: int = 0
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -236,6 +242,12 @@ class ModelGeometry(BaseModel, frozen=True):
             intermediate = int(c["intermediate_size_mlp"])
 
         sliding, sliding_layers = _read_sliding(c, layers, model_type)
+        nas = _read_nas_blocks(c, hidden, heads)
+        if nas:
+            kv_heads, attention_layers, mlp_widths, linear_blocks = nas
+            intermediate = max(mlp_widths)
+        else:
+            attention_layers, mlp_widths, linear_blocks = None, (), 0
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
@@ -283,6 +295,9 @@ class ModelGeometry(BaseModel, frozen=True):
             vision_parameters=_vision_parameters(top.get("vision_config") or (
                 PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
                 str(top.get("model_type") or "").lower()),
+            attention_layers=attention_layers,
+            mlp_widths=mlp_widths,
+            linear_blocks=linear_blocks,
         )
 
     # ------------------------------------------------------------------ shapes
@@ -380,6 +395,15 @@ class ModelGeometry(BaseModel, frozen=True):
             n += self.num_attention_heads
         return n
 
+    @property
+    def num_attention_layers(self) -> int:
+        """Decoder layers that hold attention (and a KV cache)."""
+        return self.num_layers if self.attention_layers is None else self.attention_layers
+
+    def _attention_and_linear_parameters(self) -> int:
+        return (self.num_attention_layers * self.attention_parameters_per_layer()
+                + self.linear_blocks * self.hidden_size * self.hidden_size)
+
     def _mlp_parameters(self, width: int) -> int:
         h = self.hidden_size
         if self.gated_mlp:
@@ -389,6 +413,9 @@ class ModelGeometry(BaseModel, frozen=True):
     def mlp_parameters(self) -> tuple[int, int]:
         """(parameters of all MLP blocks, of which quantizable expert/linear weights)."""
         h = self.hidden_size
+        if self.mlp_widths:
+            total = sum(self._mlp_parameters(w) for w in self.mlp_widths if w)
+            return total, total
         dense_layers = self.num_layers - (self.moe.num_moe_layers if self.moe else 0)
         total = dense_layers * self._mlp_parameters(self.intermediate_size)
         if self.moe:
@@ -421,7 +448,7 @@ class ModelGeometry(BaseModel, frozen=True):
     def _parameter_count(self) -> int:
         """Total parameters of the language model (vision tower added separately)."""
         mlp, _ = self.mlp_parameters()
-        return (self.embedding_parameters() + self.num_layers * self.attention_parameters_per_layer()
+        return (self.embedding_parameters() + self._attention_and_linear_parameters()
                 + mlp + self.norm_parameters() + self.vision_parameters)
 
     def weight_bytes(self, dtype_bytes: float) -> int:
@@ -430,7 +457,7 @@ class ModelGeometry(BaseModel, frozen=True):
         total = self.parameter_count()
         if not self.quantization:
             return int(total * dtype_bytes)
-        linear = self.num_layers * self.attention_parameters_per_layer() + self.mlp_parameters()[0]
+        linear = self._attention_and_linear_parameters() + self.mlp_parameters()[0]
         if self.quantization.method == "mxfp4" and self.moe:
             # gpt-oss: only the expert weights are MXFP4, attention stays bf16.
             e = self.moe
@@ -445,7 +472,7 @@ class ModelGeometry(BaseModel, frozen=True):
             per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
         else:
             per_layer = 2 * self.kv_width
-        return int(self.num_layers * per_layer * kv_dtype_bytes)
+        return int(self.num_attention_layers * per_layer * kv_dtype_bytes)
 
 
 def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
@@ -471,6 +498,41 @@ def _learned_positions(c: Mapping[str, Any], model_type: str) -> int:
     if model_type in ENCODER_TYPES:  # BertEmbeddings.position_embeddings
         return int(c.get("max_position_embeddings") or 0)
     return 0
+
+
+def _read_nas_blocks(c: Mapping[str, Any], hidden: int,
+                     heads: int) -> tuple[int, int, tuple[int, ...], int] | None:
+    """Llama-Nemotron NAS (model_type nemotron-nas, DeciLMForCausalLM): block_configs gives each
+    layer's attention (no_op, replace_with_linear, or n_heads_in_group query heads per KV head)
+    and FFN (no_op, replace_with_linear, or ffn_mult). Width from ffn_mult as in the model's
+    modeling_decilm.py / vLLM nemotron_nas.py _ffn_mult_to_intermediate_size:
+    int(2 * ffn_mult * hidden / 3) rounded up to a multiple of 256. Returns (kv_heads,
+    attention layers, MLP widths, linear blocks); layers with different KV head counts are
+    refused rather than averaged."""
+    blocks = c.get("block_configs")
+    if not isinstance(blocks, list) or not blocks:
+        return None
+    kv: set[int] = set()
+    attention_layers = linear = 0
+    widths: list[int] = []
+    for b in blocks:
+        a, f = b.get("attention") or {}, b.get("ffn") or {}
+        if a.get("replace_with_linear"):
+            linear += 1
+        elif not a.get("no_op"):
+            attention_layers += 1
+            kv.add(heads // int(a.get("n_heads_in_group") or 1))
+        if f.get("replace_with_linear"):
+            linear += 1
+        if f.get("no_op") or f.get("replace_with_linear"):
+            widths.append(0)
+        else:
+            w = int(2 * float(f["ffn_mult"]) * hidden / 3)
+            widths.append(-(-w // 256) * 256)
+    if len(kv) != 1:
+        raise MissingConfigField("block_configs",
+                                 "layers with different KV head counts are not read")
+    return kv.pop(), attention_layers, tuple(widths), linear
 
 
 def _int_or_none(v: Any) -> int | None:
