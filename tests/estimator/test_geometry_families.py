@@ -66,3 +66,13 @@ def test_nemotron_nas_reads_block_configs():
     assert g.intermediate_size == 28672 and len(g.mlp_widths) == 80
     assert g.kv_bytes_per_token(2) == 49 * 2 * 8 * 128 * 2
     assert g.parameter_count() == pytest.approx(49.9e9, rel=0.005)  # Hub: 49.9B
+
+
+def test_molmo_halves_its_ff_proj_width_and_counts_a_clip_tower():
+    # Molmo-7B-D: intermediate_size 37888 is ff_proj's output (both SwiGLU halves); the MLP
+    # width is 18944 (vLLM molmo.py MolmoMLP: config.intermediate_size // 2); q/k/v carry a bias
+    # (qkv_bias); the image tower is CLIP ViT-L/14-336 with 23 layers. Hub: 8.02B parameters.
+    g = _geo("allenai/Molmo-7B-D-0924")
+    assert g.intermediate_size == 18944 and g.qkv_bias and not g.o_bias
+    assert g.vision_parameters > 250_000_000
+    assert g.parameter_count() == pytest.approx(8.02e9, rel=0.02)

@@ -74,6 +74,15 @@ QUANT_BYTES_PER_PARAM: dict[str, float] = {
 PHI3V_CLIP_VISION: dict[str, Any] = {"hidden_size": 1024, "intermediate_size": 4096,
                                      "num_hidden_layers": 24, "patch_size": 14}
 
+# Molmo (allenai/Molmo-7B-D-0924, model_type molmo): ff_proj emits intermediate_size and is
+# split into the two SwiGLU halves, ff_out reads intermediate_size // 2 (vLLM molmo.py
+# LanguageModelMLP); q/k/v carry a bias when qkv_bias. Its config names no image tower; vLLM
+# builds OpenAI CLIP ViT-L/14-336 and uses 23 of its layers (molmo.py VisionBackboneConfig:
+# image_emb_dim 1024, image_mlp_dim 4096, image_num_layers 23, image_patch_size 14); its 2x2
+# pooling attention and projector MLP (about 0.11B for Molmo-7B-D) are not counted.
+MOLMO_CLIP_VISION: dict[str, Any] = {"hidden_size": 1024, "intermediate_size": 4096,
+                                     "num_hidden_layers": 23, "patch_size": 14}
+
 # Hub configs list only non-default keys; these are the defaults of the config classes they
 # omit (transformers Gemma3TextConfig.__init__ defaults), so sparse configs read correctly.
 MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -222,6 +231,8 @@ class ModelGeometry(BaseModel, frozen=True):
         inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size",
                       "ff_intermediate_size")
         intermediate = int(inter) if inter else 4 * hidden
+        if model_type == "molmo":
+            intermediate //= 2
 
         mla = None
         if c.get("use_mla") is not False and c.get("kv_lora_rank"):
@@ -268,7 +279,8 @@ class ModelGeometry(BaseModel, frozen=True):
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
             or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
-            or bool(c.get("add_qkv_bias")) or model_type in ALL_BIAS_TYPES,
+            or bool(c.get("add_qkv_bias")) or model_type in ALL_BIAS_TYPES
+            or (model_type == "molmo" and bool(c.get("qkv_bias"))),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
             or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")) or model_type in ALL_BIAS_TYPES,
@@ -293,7 +305,8 @@ class ModelGeometry(BaseModel, frozen=True):
             quantization=_read_quantization(c.get("quantization_config")
                                             or top.get("quantization_config")),
             vision_parameters=_vision_parameters(top.get("vision_config") or (
-                PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
+                PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping)
+                else MOLMO_CLIP_VISION if model_type == "molmo" else None),
                 str(top.get("model_type") or "").lower()),
             attention_layers=attention_layers,
             mlp_widths=mlp_widths,
