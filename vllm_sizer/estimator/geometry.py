@@ -42,6 +42,12 @@ FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
 # attention_bias puts a bias on q/k/v only, o_proj has none: transformers Glm4Attention and
 # Glm4MoeAttention (o_proj bias=False); Glm4MoeAttention also has q/k RMSNorm when use_qk_norm.
 QKV_ONLY_BIAS_TYPES = {"glm4", "glm4_moe"}
+# Decoder checkpoints saved without an LM head (embedding models such as
+# intfloat/e5-mistral-7b-instruct, architectures ["MistralModel"]): vLLM serves them as pooling
+# models and drops lm_head (vllm/model_executor/models/adapters.py, ModelForPooling), so only
+# the embedding table is vocab-sized even when tie_word_embeddings is false.
+HEADLESS_DECODER_ARCHITECTURES = {"MistralModel", "LlamaModel", "Qwen2Model", "Qwen3Model",
+                                  "GemmaModel", "Gemma2Model"}
 # Every linear carries a bias and the norms are LayerNorms with a bias: Phi-3-small
 # (modeling_phi3_small.py: query_key_value / dense / up_proj / down_proj are nn.Linear with
 # bias, input_layernorm / post_attention_layernorm / final_layernorm are nn.LayerNorm); its MLP
@@ -262,6 +268,8 @@ class ModelGeometry(BaseModel, frozen=True):
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
+        if arch in HEADLESS_DECODER_ARCHITECTURES:
+            tie = True  # no lm_head: the embedding table is the only vocab-sized matrix
 
         return cls(
             model_type=model_type,
