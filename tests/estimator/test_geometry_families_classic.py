@@ -48,3 +48,10 @@ def test_sparse_llava_text_config_takes_llama_defaults_but_top_level_llama_does_
     with pytest.raises(MissingConfigField):
         ModelGeometry.from_hf_config({"model_type": "llama", "vocab_size": 32000,
                                       "num_hidden_layers": 32, "num_attention_heads": 32})
+
+
+def test_headless_decoder_embedding_model_has_no_lm_head():
+    # e5-mistral-7b-instruct is a MistralModel (no lm_head) with tie_word_embeddings false: its
+    # weights are Mistral-7B's minus the 32000 x 4096 output matrix (Hub: 7.11B).
+    g = ModelGeometry.from_hf_config(lookup_model("intfloat/e5-mistral-7b-instruct")["config"])
+    assert g.parameter_count() == 7_241_732_096 - 32000 * 4096
