@@ -45,3 +45,13 @@ def test_phi3_vision_counts_its_clip_image_tower():
     g = _geo("microsoft/Phi-3.5-vision-instruct")
     assert g.vision_parameters > 250_000_000
     assert g.parameter_count() == pytest.approx(4.2e9, rel=0.02)  # model card: 4.2B
+
+
+def test_dbrx_reads_nested_attention_and_expert_settings():
+    # DBRX keeps kv heads in attn_config and the experts in ffn_config: 16 experts of width
+    # 10752, 4 per token, 8 KV heads of 48; databricks/dbrx README: 132B total parameters.
+    g = _geo("databricks/dbrx-instruct")
+    assert g.num_attention_heads == 48 and g.num_kv_heads == 8 and g.head_dim == 128
+    assert g.moe.num_experts == 16 and g.moe.experts_per_token == 4
+    assert g.moe.expert_intermediate_size == 10752 and g.max_position_embeddings == 32768
+    assert g.parameter_count() == pytest.approx(132e9, rel=0.02)

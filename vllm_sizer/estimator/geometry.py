@@ -174,6 +174,8 @@ class ModelGeometry(BaseModel, frozen=True):
             c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
         model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
         c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
+        if model_type == "dbrx":
+            c = {**_dbrx_keys(c), **c}
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 
@@ -439,6 +441,22 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             per_layer = 2 * self.kv_width
         return int(self.num_layers * per_layer * kv_dtype_bytes)
+
+
+def _dbrx_keys(c: Mapping[str, Any]) -> dict[str, Any]:
+    """DBRX nests attention and expert settings: transformers DbrxConfig (attribute_map n_heads,
+    max_seq_len; attn_config.kv_n_heads; ffn_config.ffn_hidden_size, moe_num_experts,
+    moe_top_k). vLLM dbrx.py: Wqkv/out_proj, a bias-free router Linear(d_model, experts) and
+    gated experts w1/v1/w2 of ffn_hidden_size, two bias-free LayerNorms per block."""
+    attn = c.get("attn_config") if isinstance(c.get("attn_config"), Mapping) else {}
+    ffn = c.get("ffn_config") if isinstance(c.get("ffn_config"), Mapping) else {}
+    keys = {"num_attention_heads": c.get("n_heads"),
+            "max_position_embeddings": c.get("max_seq_len"),
+            "num_key_value_heads": attn.get("kv_n_heads"),
+            "intermediate_size": ffn.get("ffn_hidden_size"),
+            "num_local_experts": ffn.get("moe_num_experts"),
+            "num_experts_per_tok": ffn.get("moe_top_k")}
+    return {k: v for k, v in keys.items() if v is not None}
 
 
 def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
