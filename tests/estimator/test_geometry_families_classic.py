@@ -48,3 +48,13 @@ def test_sparse_llava_text_config_takes_llama_defaults_but_top_level_llama_does_
     with pytest.raises(MissingConfigField):
         ModelGeometry.from_hf_config({"model_type": "llama", "vocab_size": 32000,
                                       "num_hidden_layers": 32, "num_attention_heads": 32})
+
+
+def test_mpt_reads_n_heads_and_max_seq_len():
+    # MPT names its heads n_heads and its context max_seq_len (transformers MptConfig
+    # attribute_map); bias-free non-gated MLP (expansion_ratio 4), tied embeddings.
+    # mosaicml/mpt-7b model card: n_parameters 6.7B, n_heads 32, sequence length 2048.
+    g = _geo("mosaicml/mpt-7b")
+    assert g.num_attention_heads == 32 and g.head_dim == 128 and g.max_position_embeddings == 2048
+    assert not g.gated_mlp and g.intermediate_size == 4 * 4096 and g.tie_word_embeddings
+    assert abs(g.parameter_count() - 6.7e9) / 6.7e9 < 0.02

@@ -200,7 +200,7 @@ class ModelGeometry(BaseModel, frozen=True):
 
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd")
-        heads = need_int("num_attention_heads", "n_head", "num_heads")
+        heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
         # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
         # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
         vocab = (need_int("padded_vocab_size", "vocab_size") if model_type == "chatglm"
@@ -247,7 +247,8 @@ class ModelGeometry(BaseModel, frozen=True):
             head_dim=head_dim,
             vocab_size=vocab,
             tie_word_embeddings=bool(tie),
-            max_position_embeddings=_int_or_none(first("max_position_embeddings", "n_positions")),
+            max_position_embeddings=_int_or_none(first("max_position_embeddings", "n_positions",
+                                                          "max_seq_len")),
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
