@@ -55,3 +55,11 @@ def test_dbrx_reads_nested_attention_and_expert_settings():
     assert g.moe.num_experts == 16 and g.moe.experts_per_token == 4
     assert g.moe.expert_intermediate_size == 10752 and g.max_position_embeddings == 32768
     assert g.parameter_count() == pytest.approx(132e9, rel=0.02)
+
+
+def test_mistral3_text_config_is_untied_by_default():
+    # Magistral-Small-2509's text_config has no tie_word_embeddings: MistralConfig's default
+    # (False) applies, so the 131072 x 5120 lm_head is counted; hub safetensors total 24.01B.
+    g = _geo("mistralai/Magistral-Small-2509")
+    assert not g.tie_word_embeddings and g.vision_parameters > 0
+    assert g.parameter_count() == pytest.approx(24011361280, rel=0.02)

@@ -58,3 +58,12 @@ def test_mpt_reads_n_heads_and_max_seq_len():
     assert g.num_attention_heads == 32 and g.head_dim == 128 and g.max_position_embeddings == 2048
     assert not g.gated_mlp and g.intermediate_size == 4 * 4096 and g.tie_word_embeddings
     assert abs(g.parameter_count() - 6.7e9) / 6.7e9 < 0.02
+
+
+def test_bloom_counts_every_bias_and_the_embedding_layernorm():
+    # BLOOM: width n_embed, biases on qkv/dense/MLP and LayerNorms, word_embeddings_layernorm,
+    # tied lm_head. The count equals the hub's safetensors total for bigscience/bloomz-560m
+    # (559214592) and keras-hub's bloomz_560m_multi preset params (the same number).
+    g = _geo("bigscience/bloomz-560m")
+    assert g.hidden_size == 1024 and g.qkv_bias and g.mlp_bias and g.layernorm_bias
+    assert g.parameter_count() == 559214592

@@ -29,6 +29,12 @@ ENCODER_TYPES = {"bert", "roberta", "xlm-roberta"}
 # Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
 # RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
 FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
+# BLOOM: every linear and LayerNorm carries a bias and the embeddings pass through their own
+# LayerNorm (transformers models/bloom/modeling_bloom.py: BloomAttention.query_key_value and
+# dense with bias, BloomMLP dense_h_to_4h / dense_4h_to_h with bias,
+# BloomModel.word_embeddings_layernorm); its width is n_embed.
+ALL_BIAS_TYPES = {"opt", "gpt2", "bloom"}
+EMBED_NORM_TYPES = {"bloom"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
@@ -84,6 +90,9 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 # (transformers LlamaConfig.__init__). Applied only to a nested text_config, never to a top-level
 # config, so a top-level config missing a field still gets its diagnostic.
 TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Mistral3 (Mistral Small 3.1+/Magistral/Devstral with vision) text_config omits
+    # tie_word_embeddings; transformers MistralConfig.__init__ defaults it to False.
+    "mistral": {"tie_word_embeddings": False},
     "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
               "num_hidden_layers": 32, "num_attention_heads": 32,
               "max_position_embeddings": 2048, "tie_word_embeddings": False},
@@ -199,7 +208,7 @@ class ModelGeometry(BaseModel, frozen=True):
             return iv
 
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-        hidden = need_int("hidden_size", "d_model", "n_embd")
+        hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
         heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
         # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
         # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
@@ -252,17 +261,17 @@ class ModelGeometry(BaseModel, frozen=True):
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias")) or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES or bool(c.get("enable_bias"))
             or bool(c.get("add_qkv_bias")),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES or bool(c.get("enable_bias"))
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
-            mlp_bias=bool(c.get("mlp_bias")) or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            mlp_bias=bool(c.get("mlp_bias")) or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
             or bool(c.get("enable_bias")) or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
-            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES
+            layernorm_bias=model_type in {"opt", "gpt2", "gpt_neox", "phi", "bloom"} | FALCON_TYPES
             | ENCODER_TYPES,
             learned_positions=_learned_positions(c, model_type),
             token_type_rows=int(c.get("type_vocab_size") or 0) if model_type in ENCODER_TYPES
@@ -408,7 +417,8 @@ class ModelGeometry(BaseModel, frozen=True):
 
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
-        return (self.norms_per_layer * self.num_layers + 1) * per_norm
+        extra = 1 if self.model_type in EMBED_NORM_TYPES else 0  # BLOOM's embedding LayerNorm
+        return (self.norms_per_layer * self.num_layers + 1 + extra) * per_norm
 
     def parameter_count(self) -> int:
         return self._parameter_count
