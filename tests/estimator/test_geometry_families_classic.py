@@ -67,3 +67,13 @@ def test_bloom_counts_every_bias_and_the_embedding_layernorm():
     g = _geo("bigscience/bloomz-560m")
     assert g.hidden_size == 1024 and g.qkv_bias and g.mlp_bias and g.layernorm_bias
     assert g.parameter_count() == 559214592
+
+
+def test_gpt_neox_counts_its_linear_biases():
+    # GPT-NeoX (Pythia) biases query_key_value, dense and both MLP projections; with them the
+    # counts equal the Pythia model card's table (70M: 70,426,624 total, 18,915,328
+    # non-embedding; 160M: 162,322,944 total).
+    g = _geo("EleutherAI/pythia-70m")
+    assert g.qkv_bias and g.mlp_bias
+    assert g.parameter_count() - g.embedding_parameters() == 18915328
+    assert _geo("EleutherAI/pythia-160m").parameter_count() == 162322944

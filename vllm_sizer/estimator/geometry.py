@@ -32,8 +32,9 @@ FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
 # BLOOM: every linear and LayerNorm carries a bias and the embeddings pass through their own
 # LayerNorm (transformers models/bloom/modeling_bloom.py: BloomAttention.query_key_value and
 # dense with bias, BloomMLP dense_h_to_4h / dense_4h_to_h with bias,
-# BloomModel.word_embeddings_layernorm); its width is n_embed.
-ALL_BIAS_TYPES = {"opt", "gpt2", "bloom"}
+# BloomModel.word_embeddings_layernorm); its width is n_embed. GPT-NeoX (Pythia) likewise
+# biases query_key_value, dense, dense_h_to_4h and dense_4h_to_h (modeling_gpt_neox.py).
+ALL_BIAS_TYPES = {"opt", "gpt2", "bloom", "gpt_neox"}
 EMBED_NORM_TYPES = {"bloom"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
