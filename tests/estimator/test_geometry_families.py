@@ -76,3 +76,21 @@ def test_molmo_halves_its_ff_proj_width_and_counts_a_clip_tower():
     assert g.intermediate_size == 18944 and g.qkv_bias and not g.o_bias
     assert g.vision_parameters > 250_000_000
     assert g.parameter_count() == pytest.approx(8.02e9, rel=0.02)
+
+
+def test_dbrx_reads_nested_attention_and_expert_settings():
+    # DBRX keeps kv heads in attn_config and the experts in ffn_config: 16 experts of width
+    # 10752, 4 per token, 8 KV heads of 48; databricks/dbrx README: 132B total parameters.
+    g = _geo("databricks/dbrx-instruct")
+    assert g.num_attention_heads == 48 and g.num_kv_heads == 8 and g.head_dim == 128
+    assert g.moe.num_experts == 16 and g.moe.experts_per_token == 4
+    assert g.moe.expert_intermediate_size == 10752 and g.max_position_embeddings == 32768
+    assert g.parameter_count() == pytest.approx(132e9, rel=0.02)
+
+
+def test_mistral3_text_config_is_untied_by_default():
+    # Magistral-Small-2509's text_config has no tie_word_embeddings: MistralConfig's default
+    # (False) applies, so the 131072 x 5120 lm_head is counted; hub safetensors total 24.01B.
+    g = _geo("mistralai/Magistral-Small-2509")
+    assert not g.tie_word_embeddings and g.vision_parameters > 0
+    assert g.parameter_count() == pytest.approx(24011361280, rel=0.02)

@@ -43,6 +43,16 @@ ENCODER_TYPES = {"bert", "roberta", "xlm-roberta"}
 # Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
 # RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
 FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
+# BLOOM: every linear and LayerNorm carries a bias and the embeddings pass through their own
+# LayerNorm (transformers models/bloom/modeling_bloom.py: BloomAttention.query_key_value and
+# dense with bias, BloomMLP dense_h_to_4h / dense_4h_to_h with bias,
+# BloomModel.word_embeddings_layernorm); its width is n_embed. GPT-NeoX (Pythia) likewise
+# biases query_key_value, dense, dense_h_to_4h and dense_4h_to_h (modeling_gpt_neox.py).
+# Phi-3-small too (modeling_phi3_small.py: query_key_value / dense / up_proj / down_proj are
+# nn.Linear with bias, its norms nn.LayerNorm); its MLP width is ff_intermediate_size
+# (up_proj: hidden -> 2 * ff_intermediate_size, gegelu-gated).
+ALL_BIAS_TYPES = {"opt", "gpt2", "bloom", "gpt_neox", "phi3small"}
+EMBED_NORM_TYPES = {"bloom"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
@@ -75,11 +85,6 @@ HEADLESS_DECODER_ARCHITECTURES = {
     "GemmaModel",
     "Gemma2Model",
 }
-# Every linear carries a bias and the norms are LayerNorms with a bias: Phi-3-small
-# (modeling_phi3_small.py: query_key_value / dense / up_proj / down_proj are nn.Linear with
-# bias, input_layernorm / post_attention_layernorm / final_layernorm are nn.LayerNorm); its MLP
-# width is ff_intermediate_size (up_proj: hidden -> 2 * ff_intermediate_size, gegelu-gated).
-ALL_BIAS_TYPES = {"phi3small"}
 
 # Bytes per parameter of quantized linear weights, including scales: derived from each format.
 # awq/gptq 4-bit, group 128: 4 bits + fp16 scale + 4-bit zero per 128 weights = 4.16 bits.
@@ -145,6 +150,9 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 # (transformers LlamaConfig.__init__). Applied only to a nested text_config, never to a top-level
 # config, so a top-level config missing a field still gets its diagnostic.
 TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Mistral3 (Mistral Small 3.1+/Magistral/Devstral with vision) text_config omits
+    # tie_word_embeddings; transformers MistralConfig.__init__ defaults it to False.
+    "mistral": {"tie_word_embeddings": False},
     "llama": {
         "vocab_size": 32000,
         "hidden_size": 4096,
@@ -247,6 +255,8 @@ class ModelGeometry(BaseModel, frozen=True):
             c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
         model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
         c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
+        if model_type == "dbrx":
+            c = {**_dbrx_keys(c), **c}
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 
@@ -270,8 +280,8 @@ class ModelGeometry(BaseModel, frozen=True):
             return iv
 
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-        hidden = need_int("hidden_size", "d_model", "n_embd")
-        heads = need_int("num_attention_heads", "n_head", "num_heads")
+        hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
+        heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
         # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
         # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
         vocab = (
@@ -335,31 +345,33 @@ class ModelGeometry(BaseModel, frozen=True):
             head_dim=head_dim,
             vocab_size=vocab,
             tie_word_embeddings=bool(tie),
-            max_position_embeddings=_int_or_none(first("max_position_embeddings", "n_positions")),
+            max_position_embeddings=_int_or_none(
+                first("max_position_embeddings", "n_positions", "max_seq_len")
+            ),
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias"))
             or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_qkv_bias"))
-            or model_type in ALL_BIAS_TYPES
             or (model_type == "molmo" and bool(c.get("qkv_bias"))),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
             or bool(c.get("enable_bias"))
-            or bool(c.get("add_bias_linear"))
-            or model_type in ALL_BIAS_TYPES,
+            or bool(c.get("add_bias_linear")),
             mlp_bias=bool(c.get("mlp_bias"))
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
             or bool(c.get("enable_bias"))
-            or bool(c.get("add_bias_linear"))
-            or model_type in ALL_BIAS_TYPES,
+            or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type
-            in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES | ENCODER_TYPES | ALL_BIAS_TYPES,
+            in {"opt", "gpt2", "gpt_neox", "phi", "bloom"}
+            | FALCON_TYPES
+            | ENCODER_TYPES
+            | ALL_BIAS_TYPES,
             learned_positions=_learned_positions(c, model_type),
             token_type_rows=int(c.get("type_vocab_size") or 0)
             if model_type in ENCODER_TYPES
@@ -588,7 +600,8 @@ class ModelGeometry(BaseModel, frozen=True):
 
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
-        return (self.norms_per_layer * self.num_layers + 1) * per_norm
+        extra = 1 if self.model_type in EMBED_NORM_TYPES else 0  # BLOOM's embedding LayerNorm
+        return (self.norms_per_layer * self.num_layers + 1 + extra) * per_norm
 
     def parameter_count(self) -> int:
         return self._parameter_count
@@ -629,6 +642,24 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             per_layer = 2 * self.kv_width
         return int(self.num_attention_layers * per_layer * kv_dtype_bytes)
+
+
+def _dbrx_keys(c: Mapping[str, Any]) -> dict[str, Any]:
+    """DBRX nests attention and expert settings: transformers DbrxConfig (attribute_map n_heads,
+    max_seq_len; attn_config.kv_n_heads; ffn_config.ffn_hidden_size, moe_num_experts,
+    moe_top_k). vLLM dbrx.py: Wqkv/out_proj, a bias-free router Linear(d_model, experts) and
+    gated experts w1/v1/w2 of ffn_hidden_size, two bias-free LayerNorms per block."""
+    attn = c.get("attn_config") if isinstance(c.get("attn_config"), Mapping) else {}
+    ffn = c.get("ffn_config") if isinstance(c.get("ffn_config"), Mapping) else {}
+    keys = {
+        "num_attention_heads": c.get("n_heads"),
+        "max_position_embeddings": c.get("max_seq_len"),
+        "num_key_value_heads": attn.get("kv_n_heads"),
+        "intermediate_size": ffn.get("ffn_hidden_size"),
+        "num_local_experts": ffn.get("moe_num_experts"),
+        "num_experts_per_tok": ffn.get("moe_top_k"),
+    }
+    return {k: v for k, v in keys.items() if v is not None}
 
 
 def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
