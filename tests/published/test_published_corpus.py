@@ -67,6 +67,72 @@ XFAIL_SERVERS: dict[str, str] = {
         "args only, and the image's ENTRYPOINT is not known: not found (Deployment xpu-llm-d-modelservice-decode container vllm)",
     'production-stack/helm-15-a-pp-raycluster.yaml::RayCluster/vllm-distilgpt2-raycluster-raycluster/vllm-ray-head':
         "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
+    'llmaz/playground-opt-125m.yaml::Playground/opt-125m/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground opt-125m)",
+    'llmaz/playground-speculative-decoding-vllm.yaml::Playground/vllm-speculator/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground vllm-speculator)",
+    'llmaz/playground-runai-streamer-s3.yaml::Playground/deepseek-r1-distill-qwen-1-5b/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground deepseek-r1-distill-qwen-1-5b)",
+    'llmaz/envoy-ai-gateway-basic-vllm.yaml::Playground/qwen3-0--6b/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground qwen3-0--6b)",
+    'llmaz/playground-hostpath.yaml::Playground/qwen2-0--5b-instruct/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground qwen2-0--5b-instruct)",
+    'kthena/modelbooster-qwen2.5-0.5b-cpu.yaml::ModelBooster/demo/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelBooster demo)",
+    'kthena/modelbooster-lmcache-pd.yaml::ModelBooster/qwen-lmcache-pd/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelBooster qwen-lmcache-pd)",
+    'kthena/modelserving-data-parallel.yaml::ModelServing/my-model/engine':
+        "model by local path: the id is in an init container's download: model '/tmp/cache/Qwen3', want 'Qwen/Qwen3-0.6B'",
+    'kthena/modelserving-data-parallel.yaml::ModelServing/my-model/example-vllm-worker':
+        "model by local path: the id is in an init container's download: model '/tmp/cache/Qwen3', want 'Qwen/Qwen3-0.6B'",
+    'kthena/modelserving-vllm-pd-multinode.yaml::ModelServing/vllm-pd-multinode/leader@/spec/template/roles/0/entryTemplate/spec/containers/0':
+        "model by local path: the id is in an init container's download; flag not read (unique prefix, alias or spelling): model '/models/Qwen3-8B', want 'Qwen/Qwen3-...",
+    'kthena/modelserving-vllm-pd-multinode.yaml::ModelServing/vllm-pd-multinode/leader@/spec/template/roles/1/entryTemplate/spec/containers/0':
+        "model by local path: the id is in an init container's download; flag not read (unique prefix, alias or spelling): model '/models/Qwen3-8B', want 'Qwen/Qwen3-...",
+    'kthena/modelserving-gpu-kvcache-aware.yaml::ModelServing/vllm-qwen-06b/server':
+        "model by local path: the id is in an init container's download: model '/models/Qwen3-0.6B', want 'Qwen/Qwen3-0.6B'",
+    'kthena/modelserving-pd-disaggregation.yaml::ModelServing/deepseek-v2-lite/vllm@/spec/template/roles/0/entryTemplate/spec/containers/1':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelServing deepseek-v2-lite container vllm)",
+    'kthena/modelserving-pd-disaggregation.yaml::ModelServing/deepseek-v2-lite/vllm@/spec/template/roles/1/entryTemplate/spec/containers/1':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelServing deepseek-v2-lite container vllm)",
+    'llm-d/scheduler-gpu-grpc-deployment.yaml::Deployment/vllm-grpc-qwen3-32b/vllm-server':
+        "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
+    'llm-on-openshift/vllm-gpu-deployment.yaml::Deployment/vllm/server':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment vllm container server)",
+    'llm-on-openshift/vllm-cpu-deployment.yaml::Deployment/vllm/server':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment vllm container server)",
+    'llm-on-openshift/vllm-hpu-deployment.yaml::Deployment/vllm/server':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment vllm container server)",
+    'aks/kaito-workspace-phi-4-mini.yaml::Workspace/workspace-phi-4-mini/-':
+        'vLLM command line hidden in an image script: command line not read (settings None): ',
+    'eks-workshop/vllm-mistral-neuron.yaml::Deployment/mistral/vllm':
+        "model by local path: the id is in an init container's download: model '/models/mistral-7b-v0.3', want 'aws-neuron/Mistral-7B-Instruct-v0.3-seqlen-2048-bs-1-c...",
+    'kubeai/mistral-small-3.1-24b-instruct-h100.yaml::Model/mistral-small-3.1-24b-instruct-h100/-':
+        "flag not read (unique prefix, alias or spelling): load_format None, want 'mistral'",
+    'aibrix/runtime-hf-download.yaml::Deployment/aibrix-model-deepseek-coder-7b-instruct/vllm-openai':
+        "model by local path: the id is in an init container's download: model '/models/deepseek-coder-7b-instruct', want 'deepseek-ai/deepseek-coder-6.7b-instruct'",
+    'aibrix/disaggregation-neuron-pool.yaml::StormService/neuron-pd-pool/vllm@/spec/template/spec/roles/0/template/spec/containers/0':
+        "flag not read (unique prefix, alias or spelling); device misread: kv_connector None, want 'NixlConnector'; device 'cuda', want 'other'",
+    'aibrix/disaggregation-neuron-pool.yaml::StormService/neuron-pd-pool/vllm@/spec/template/spec/roles/1/template/spec/containers/0':
+        "flag not read (unique prefix, alias or spelling); device misread: kv_connector None, want 'NixlConnector'; device 'cuda', want 'other'",
+    'aibrix/disaggregation-vllm-replica.yaml::StormService/vllm-replica-2p1d/prefill':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'aibrix/disaggregation-vllm-replica.yaml::StormService/vllm-replica-2p1d/decode':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'gke-samples/rayservice-qwen3-tpu-v6e.yaml::RayService/qwen3-serve/ray-worker':
+        'platform kind RayService not read: not found (RayService qwen3-serve container ray-worker)',
+    'ai-on-eks/rayservice-vllm-gpu.yaml::RayService/vllm/ray-worker':
+        'platform kind RayService not read: not found (RayService vllm container ray-worker)',
+    'ai-on-eks/rayservice-vllm-inf2.yaml::RayService/vllm-llama3-inf2/worker':
+        'platform kind RayService not read: not found (RayService vllm-llama3-inf2 container worker)',
+    'kserve/llmisvc-nemotron-3-ultra-pd.yaml::LLMInferenceService/nemotron-ultra-pd/main@/spec/template/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'MultiConnector'; kv_connector_cpu_bytes None, want 214748364800",
+    'kserve/llmisvc-nemotron-3-ultra-pd.yaml::LLMInferenceService/nemotron-ultra-pd/main@/spec/prefill/template/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'MultiConnector'; kv_connector_cpu_bytes None, want 214748364800",
+    'kserve/llmisvc-managed-dra-multi-device.yaml::LLMInferenceService/qwen2-7b-instruct-dra-multi/main':
+        "device not evident to the reader: device 'unknown', want 'cuda'",
+    'kserve-website/kvcache-offloading-lmcache-isvc.yaml::InferenceService/huggingface-llama3/kserve-container':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'LMCacheConnectorV1'",
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one
@@ -90,6 +156,12 @@ XFAIL_UNTOUCHED: dict[str, str] = {
         'a Workload for LeaderWorkerSet/vllm/vllm-worker',
     'production-stack/helm-15-a-pp-raycluster.yaml':
         'a Workload for RayCluster/vllm-distilgpt2-raycluster-raycluster/vllm-ray-worker',
+    'kthena/modelserving-vllm-pd-multinode.yaml':
+        'a Workload for ModelServing/vllm-pd-multinode/worker',
+    'kserve-website/kvcache-offloading-lmcache-server.yaml':
+        'a Workload for Deployment/lmcache-server/lmcache-server',
+    'kserve-website/embedding-hf-backend.yaml':
+        'a Workload for InferenceService/embedding-model/kserve-container',
 }
 
 
