@@ -133,6 +133,12 @@ XFAIL_SERVERS: dict[str, str] = {
         "device not evident to the reader: device 'unknown', want 'cuda'",
     'kserve-website/kvcache-offloading-lmcache-isvc.yaml::InferenceService/huggingface-llama3/kserve-container':
         "flag not read (unique prefix, alias or spelling): kv_connector None, want 'LMCacheConnectorV1'",
+    'dynamo/vllm-agg-multinode.yaml::DynamoGraphDeployment/vllm-mul/VllmDecodeWorker':
+        "device not evident to the reader: device 'unknown', want 'cuda'",
+    'dynamo/vllm-disagg-planner.yaml::DynamoGraphDeployment/vllm-disagg-planner/VllmDecodeWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg-planner container VllmDecodeWorker)',
+    'dynamo/vllm-disagg-planner.yaml::DynamoGraphDeployment/vllm-disagg-planner/VllmPrefillWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg-planner container VllmPrefillWorker)',
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one
