@@ -17,10 +17,9 @@ from vllm_sizer.estimator.units import DTYPE_BYTES, GiB
 from vllm_sizer.estimator.versions import VllmVersion
 
 SPLITS = ("fit", "validation")
-KNOWN_WEIGHT_GAPS = {
-    "llmd-0.19.0:google/gemma-3-4b-it:tp1pp1:len8192:bfloat16:q-:kvauto":
-        "vision tower counted by the geometry's approximate ViT formula (6.8 % under)",
-}
+# Rows whose logged weights the geometry does not reach, each with the reason (none since the
+# rotary cos/sin caches are counted: gemma-3-4b-it was 6.8 % under without them).
+KNOWN_WEIGHT_GAPS: dict[str, str] = {}
 # Rows whose activation peak the mechanism does not reach, each with the reason (kept visible:
 # the test below fails if this list and the data disagree).
 KNOWN_ACTIVATION_GAPS: dict[str, str] = {}
@@ -286,3 +285,25 @@ def test_cuda_graph_pool_never_under(split):
         assert c <= est <= 2.5 * c, (r["id"], est, c)
         checked += 1
     assert checked >= 5
+
+
+def test_rope_cos_sin_caches_are_device_weights():
+    """vLLM registers each distinct rope's cos/sin cache as a device buffer in the model dtype
+    and logs it inside "model weights take" (geometry._rope_cache_elements cites the source).
+    Gemma 3: a linear-scaled global rope (131072 x 8 rows) and the sliding layers' local rope
+    (131072 rows), head_dim 256: 0.5625 GiB in bf16, the 6.8 % the 4B row used to be under."""
+    g = ModelGeometry.from_hf_config(model_config("google/gemma-3-4b-it"))
+    assert g.rope_cache_elements == (131072 * 8 + 131072) * 256
+    assert D.rope_cache_bytes(g, 2) == int(0.5625 * GiB)
+    row = next(r for r in E.device_rows() if r["id"].startswith("llmd-0.19.0:google/gemma-3-4b"))
+    ratio = _terms(row)["weights"] / row["measured"]["weights_gib"]
+    assert 0.99 <= ratio <= 1.01
+    without = (D.weights_per_rank(g, 2, 1, 1) - D.rope_cache_bytes(g, 2)) / GiB
+    assert without / row["measured"]["weights_gib"] < 0.95  # the gap the caches close
+    # not split by TP; no rotary cache for learned positions
+    assert D.weights_per_rank(g, 2, 2, 1) - g.weight_bytes(2) / 2 == pytest.approx(
+        D.rope_cache_bytes(g, 2), abs=2
+    )
+    assert ModelGeometry.from_hf_config(model_config("facebook/opt-125m")).rope_cache_elements == 0
+    llama = ModelGeometry.from_hf_config(model_config("meta-llama/Llama-3.1-8B-Instruct"))
+    assert llama.rope_cache_elements == 131072 * 128  # llama3 rope: max_position rows

@@ -197,6 +197,9 @@ class ModelGeometry(BaseModel, frozen=True):
     sliding_window_layers: int = 0
     quantization: Quantization | None = None
     vision_parameters: int = 0  # rough count of a vision tower (multimodal configs)
+    # elements of vLLM's rotary-embedding cos/sin caches (rows x rotary_dim, summed over the
+    # distinct rope instances): device buffers vLLM allocates with the model (_rope_cache_elements)
+    rope_cache_elements: int = 0
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -321,6 +324,9 @@ class ModelGeometry(BaseModel, frozen=True):
             sliding_window_layers=sliding_layers,
             quantization=_read_quantization(
                 c.get("quantization_config") or top.get("quantization_config")
+            ),
+            rope_cache_elements=_rope_cache_elements(
+                c, model_type, head_dim, mla, sliding_layers
             ),
             vision_parameters=_vision_parameters(
                 top.get("vision_config")
@@ -620,6 +626,68 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         expert_bias=model_type == "gpt_oss",
         shared_expert_gate=bool(shared) and model_type in SHARED_EXPERT_GATE_TYPES,
     )
+
+
+# Position schemes without a rotary embedding: learned tables (OPT, GPT-2, BigCode, BERT-style
+# encoders) or ALiBi (BLOOM, MPT).
+NO_ROPE_TYPES = {"opt", "gpt2", "gpt_bigcode", "bloom", "mpt"} | ENCODER_TYPES
+
+
+def _rope_rows(params: Mapping[str, Any], max_pos: int) -> int:
+    """Rows of one rotary embedding's cos/sin cache, per scaling type (vLLM
+    model_executor/layers/rotary_embedding/, 0.19.0): linear max_position × factor
+    (linear_scaling_rope.py:90), dynamic NTK max_position × factor
+    (dynamic_ntk_scaling_rope.py:56), yarn / deepseek_yarn original_max × factor
+    (yarn_scaling_rope.py:78, deepseek_scaling_rope.py:105, built with
+    original_max_position_embeddings in __init__.py get_rope); every other type max_position."""
+    kind = str(params.get("rope_type") or params.get("type") or "default").lower()
+    try:
+        factor = float(params.get("factor") or 1.0)
+    except (TypeError, ValueError):
+        factor = 1.0
+    if kind in ("linear", "dynamic"):
+        return int(max_pos * factor)
+    if kind in ("yarn", "deepseek_yarn"):
+        orig = _int_or_none(params.get("original_max_position_embeddings")) or max_pos
+        return int(orig * factor)
+    return max_pos
+
+
+def _rope_cache_elements(
+    c: Mapping[str, Any],
+    model_type: str,
+    head_dim: int,
+    mla: MLA | None,
+    sliding_layers: int,
+) -> int:
+    """Elements of the cos/sin caches vLLM registers as device buffers when it builds the model
+    (RotaryEmbedding.__init__: cache = _compute_cos_sin_cache().to(dtype), register_buffer
+    "cos_sin_cache", 0.19.0:vllm/model_executor/layers/rotary_embedding/base.py:58-63; the same
+    in 0.11.1 :45-47), in the model dtype (get_rope: torch.get_default_dtype(), __init__.py:37).
+    get_rope caches instances by their parameters (_ROPE_DICT), so layers share one cache per
+    distinct rope. Gemma 3's sliding layers use a second, unscaled rope at rope_local_base_freq
+    (0.19.0:vllm/model_executor/models/gemma3.py:168-185). vLLM's startup profile logs these
+    buffers inside "model weights take": gemma-3-4b-it 0.56 GiB (a 1,048,576-row linear-scaled
+    cache at head_dim 256), the gap between its parameters and the logged 8.58 GiB."""
+    max_pos = _int_or_none(c.get("max_position_embeddings") or c.get("n_positions"))
+    if not max_pos or model_type in NO_ROPE_TYPES or c.get("alibi"):
+        return 0
+    partial = c.get("partial_rotary_factor") or c.get("rotary_pct") or 1.0
+    try:
+        partial = float(partial)
+    except (TypeError, ValueError):
+        partial = 1.0
+    dim = mla.qk_rope_head_dim if mla else int(head_dim * min(max(partial, 0.0), 1.0))
+    params = c.get("rope_parameters") or c.get("rope_scaling") or {}
+    if not isinstance(params, Mapping):
+        params = {}
+    per_type = [v for v in params.values() if isinstance(v, Mapping)]
+    if per_type:  # transformers v5: one rope_parameters entry per layer type
+        return sum(_rope_rows(p, max_pos) for p in per_type) * dim
+    rows = _rope_rows(params, max_pos)
+    if model_type in ("gemma3", "gemma3_text") and 0 < sliding_layers:
+        rows += max_pos  # the sliding layers' local rope (rope_type default)
+    return rows * dim
 
 
 def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
