@@ -307,3 +307,15 @@ def test_rope_cos_sin_caches_are_device_weights():
     assert ModelGeometry.from_hf_config(model_config("facebook/opt-125m")).rope_cache_elements == 0
     llama = ModelGeometry.from_hf_config(model_config("meta-llama/Llama-3.1-8B-Instruct"))
     assert llama.rope_cache_elements == 131072 * 128  # llama3 rope: max_position rows
+
+
+def test_siglip_tower_of_gemma3_is_exact():
+    """SigLIP (transformers modeling_siglip.py) + Gemma3MultiModalProjector: gemma-3-4b-it has
+    4,300,079,472 parameters, keras-hub's 4,299,915,632 + 64 x 2560 (its vocab is 262144, the
+    Hub config's 262208); the generic ViT formula was 8 M short."""
+    g = ModelGeometry.from_hf_config(model_config("google/gemma-3-4b-it"))
+    h, inter, n = 1152, 4304, 27
+    tower = (3 * 14 * 14 * h + h + 64 * 64 * h
+             + n * (4 * (h * h + h) + 2 * h * inter + inter + h + 4 * h) + 2 * h)
+    assert g.vision_parameters == tower + h * 2560 + h
+    assert g.parameter_count() == 4_299_915_632 + 64 * 2560

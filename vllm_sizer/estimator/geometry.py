@@ -332,6 +332,7 @@ class ModelGeometry(BaseModel, frozen=True):
                 top.get("vision_config")
                 or (PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
                 str(top.get("model_type") or "").lower(),
+                text_hidden=hidden,
             ),
         )
 
@@ -759,18 +760,48 @@ def _compressed_tensors_weight_bytes(q: Mapping[str, Any]) -> tuple[int, float] 
     return best
 
 
-def _vision_parameters(v: Any, model_type: str = "") -> int:
-    """Vision tower parameters: exact layer shapes for the Qwen-VL towers, otherwise a ViT
-    estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch embedding)."""
+def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> int:
+    """Vision tower parameters: exact layer shapes for the Qwen-VL and SigLIP (Gemma 3) towers,
+    otherwise a ViT estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch
+    embedding)."""
     if not isinstance(v, Mapping):
         return 0
     if model_type in QWEN_VL_TOWER_TYPES:
         return _qwen_vl_vision_parameters(v, model_type)
+    if model_type == "gemma3" or str(v.get("model_type") or "") == "siglip_vision_model":
+        return _siglip_vision_parameters(v) + (
+            _gemma3_projector_parameters(v, text_hidden) if model_type == "gemma3" else 0
+        )
     h = int(v.get("hidden_size") or 0)
     n = int(v.get("num_hidden_layers") or v.get("depth") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
     patch = int(v.get("patch_size") or 14)
     return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h
+
+
+def _siglip_vision_parameters(v: Mapping[str, Any]) -> int:
+    """SigLIP vision tower (transformers siglip/modeling_siglip.py, SiglipVisionTransformer):
+    patch embedding Conv2d(3, h, patch) with bias, a learned position table of
+    (image_size / patch)² rows, per encoder layer q/k/v/out projections with bias, fc1/fc2 with
+    bias and two LayerNorms (weight + bias), then post_layernorm. Defaults are
+    SiglipVisionConfig's (hidden 768, 12 layers, intermediate 3072, image 224, patch 16)."""
+    h = int(v.get("hidden_size") or 768)
+    n = int(v.get("num_hidden_layers") or 12)
+    inter = int(v.get("intermediate_size") or 3072)
+    patch = int(v.get("patch_size") or 16)
+    image = int(v.get("image_size") or 224)
+    channels = int(v.get("num_channels") or 3)
+    embeddings = channels * patch * patch * h + h + (image // patch) ** 2 * h
+    layer = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 2 * 2 * h
+    return embeddings + n * layer + 2 * h
+
+
+def _gemma3_projector_parameters(v: Mapping[str, Any], text_hidden: int) -> int:
+    """Gemma3MultiModalProjector (transformers gemma3/modeling_gemma3.py):
+    mm_input_projection_weight [vision hidden, text hidden] and mm_soft_emb_norm (an RMSNorm
+    over the vision hidden size)."""
+    h = int(v.get("hidden_size") or 768)
+    return h * text_hidden + h
 
 
 # Qwen-VL vision towers, one formula per family, from the transformers modeling files:
