@@ -325,9 +325,7 @@ class ModelGeometry(BaseModel, frozen=True):
             quantization=_read_quantization(
                 c.get("quantization_config") or top.get("quantization_config")
             ),
-            rope_cache_elements=_rope_cache_elements(
-                c, model_type, head_dim, mla, sliding_layers
-            ),
+            rope_cache_elements=_rope_cache_elements(c, model_type, head_dim, mla, sliding_layers),
             vision_parameters=_vision_parameters(
                 top.get("vision_config")
                 or (PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
