@@ -462,18 +462,18 @@ def _lmcache(h: HostTerms, kv: KvOffload, gb: float | None, workers: int) -> Non
     per_worker = size * GiB
     h.add(
         "lmcache_cpu_buffer",
-        workers * per_worker,
+        workers * per_worker * C.LMCACHE_PINNED_EXACT.value,
         "sum",
         f"LMCache local CPU buffer {size:g} GiB per worker × {workers}, pinned at the exact "
-        "size (LMCache ≥ 0.3.3)",
+        "size (LMCache ≥ 0.3.3 assumed)",
     )
     if gb is None:
         h.notes.append(f"LMCache local CPU size not given: {C.LMCACHE_LOCAL_CPU_GB_DEFAULT.source}")
     if next_pow2(per_worker) != int(per_worker):
         h.notes.append(
-            f"LMCache ≤ 0.3.2 pinned its buffer through PyTorch, which rounds it up to "
-            f"{next_pow2(per_worker) / GiB:g} GiB per worker; LMCache ≥ 0.3.3 pins "
-            f"{size:g} GiB (counted)"
+            f"LMCache's version is unknown: ≥ 0.3.3 assumed, which pins {size:g} GiB per worker "
+            f"(counted); LMCache ≤ 0.3.2 pinned through PyTorch, which rounds it up to "
+            f"{next_pow2(per_worker) / GiB:g} GiB"
         )
     if kv.lmcache_local_cpu is False:
         h.notes.append(
