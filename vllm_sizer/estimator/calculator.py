@@ -16,8 +16,8 @@ from .. import __version__
 from . import constants as C
 from .errors import InvalidSettings
 from .geometry import ModelGeometry
-from .gpu_device import device_side, served_geometry
-from .host_processes import default_api_servers, host_terms
+from .gpu_device import device_side, kv_bytes_per_token_per_rank, served_geometry
+from .host_processes import KvOffload, Processes, host_terms
 from .lora import (
     calculate_lora_adapter_memory,
     calculate_lora_logits_scratch,
@@ -27,6 +27,36 @@ from .lora import (
 from .report import MemoryReport, Term
 from .settings import EngineSettings, ResolvedSettings, resolve_settings
 from .units import GiB
+
+
+def _kv_offload_settings(s: EngineSettings) -> KvOffload:
+    return KvOffload(
+        size_gib=s.kv_offloading_size_gib,
+        backend=s.kv_offloading_backend,
+        connector=s.kv_connector,
+        cpu_bytes=s.kv_connector_cpu_bytes,
+        cpu_blocks=s.kv_connector_cpu_blocks,
+        spec=s.kv_connector_spec,
+        simple=s.simple_kv_offload,
+        prefix_caching=s.enable_prefix_caching,
+        lmcache_gb=s.lmcache_local_cpu_gb,
+        lmcache_local_cpu=s.lmcache_local_cpu,
+    )
+
+
+def _process_settings(s: EngineSettings, g: ModelGeometry) -> dict[str, Any]:
+    """The data-parallel load-balancing mode and rank vLLM's serve command reads
+    (host_processes.process_counts): external with --data-parallel-rank or
+    --data-parallel-external-lb, hybrid with --data-parallel-start-rank or
+    --data-parallel-hybrid-lb (0.19.0:vllm/entrypoints/cli/serve.py:64-72)."""
+    return {
+        "data_parallel_size": s.data_parallel_size,
+        "headless": s.headless or s.api_server_count == 0,
+        "external_lb": s.data_parallel_external_lb or s.data_parallel_rank is not None,
+        "hybrid_lb": s.data_parallel_hybrid_lb or s.data_parallel_start_rank is not None,
+        "first_rank": (s.data_parallel_rank or 0) == 0 and (s.data_parallel_start_rank or 0) == 0,
+        "moe": g.moe is not None,
+    }
 
 
 def _activation_bytes(g: ModelGeometry, r: ResolvedSettings, tokens: int) -> int:
@@ -128,6 +158,7 @@ def build_report(
                 )
             notes.append(_lora_timing_note(r))
 
+    procs: Processes | None = None
     if cpu:
         kv = r.cpu_kv_cache_bytes or 0
         need = geometry.kv_bytes_per_token(r.kv_cache_dtype_bytes) * r.max_model_len
@@ -181,16 +212,22 @@ def build_report(
             num_layers=geometry.num_layers,
             cpu_offload_gb=settings.cpu_offload_gb or 0,
             swap_bytes=r.swap_space_bytes,
-            kv_offloading_gib=settings.kv_offloading_size_gib,
-            kv_connector=settings.kv_connector,
-            kv_cpu_bytes=settings.kv_connector_cpu_bytes,
-            kv_offloading_backend=settings.kv_offloading_backend,
-            simple_offload=settings.simple_kv_offload,
-            lmcache_local_cpu_gb=settings.lmcache_local_cpu_gb,
+            kv=_kv_offload_settings(settings),
             load_format=settings.load_format,
             quantization=settings.quantization,
             compiled=r.version.at_least(0, 8, 5) and not settings.enforce_eager,
+            **_process_settings(settings, geometry),
+            kv_bytes_per_token_per_rank=kv_bytes_per_token_per_rank(
+                geometry,
+                r.kv_cache_dtype_bytes,
+                r.tensor_parallel_size,
+                r.pipeline_parallel_size,
+            ),
+            device=r.device,
+            dev_shm_memory=settings.dev_shm_memory or settings.dev_shm_bytes is not None,
+            dev_shm_bytes=settings.dev_shm_bytes,
         )
+        procs = ht.processes
         for name, n, enters, source in ht.terms:
             p.add(name, n, enters, source)
         notes.extend(ht.notes)
@@ -212,18 +249,8 @@ def build_report(
     if geometry.vision_parameters:
         gb = settings.mm_processor_cache_gb
         gb = C.MM_PROCESSOR_CACHE_GIB_DEFAULT.value if gb is None else gb
-        caches = (
-            2
-            if cpu
-            else (
-                (
-                    settings.api_server_count
-                    if settings.api_server_count is not None
-                    else default_api_servers(r.version, settings.data_parallel_size)
-                )
-                + settings.data_parallel_size
-            )
-        )
+        # one cache in every API-server process and every engine core
+        caches = 2 if cpu or procs is None else procs.api_servers + procs.engine_cores
         p.add(
             "mm_processor_cache",
             caches * gb * GiB,

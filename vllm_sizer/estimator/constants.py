@@ -178,8 +178,31 @@ PINNED_ROUNDING_BOUND = Constant(
 )
 LMCACHE_LOCAL_CPU_GB_DEFAULT = Constant(
     value=5.0,
+    kind="derived",
+    source="LMCache's max_local_cpu_size default, 5.0 GiB per worker "
+    "(lmcache 0.5.6 v1/config.py:96, × 1024**3 in v1/storage_backend/local_cpu_backend.py:403; "
+    "0.3.1 v1/config.py:294); set it with LMCACHE_MAX_LOCAL_CPU_SIZE",
+)
+LMCACHE_PINNED_EXACT = Constant(
+    value=1.0,
     kind="assumed",
-    source="LMCache max_local_cpu_size default (GB) per worker (LMCACHE_MAX_LOCAL_CPU_SIZE)",
+    source="LMCache's version is not known from the image: LMCache >= 0.3.3 assumed, which pins "
+    "its CPU buffer at the exact size (cudaHostRegister in 0.3.3, lmc_ops.alloc_pinned_ptr from "
+    "0.3.4); LMCache <= 0.3.2 used torch.empty(pin_memory=True), rounded up to a power of two. "
+    "llm-d's tiered-prefix-cache guide runs 2 x 200 GiB under a 500Gi limit",
+)
+SIMPLE_OFFLOAD_DEFAULT_BYTES = Constant(
+    value=8 * GiB,
+    kind="derived",
+    source="SimpleCPUOffloadConnector without cpu_bytes_to_use: DEFAULT_CPU_CAPACITY_BYTES 8 GiB "
+    "for the server (0.19.0:vllm/distributed/kv_transfer/kv_connector/v1/"
+    "simple_cpu_offload_connector.py:41-42, 59-64)",
+)
+GPU_BLOCK_SIZE_TOKENS = Constant(
+    value=16,
+    kind="assumed",
+    source="tokens per KV cache block on CUDA (vLLM's usual default; --block-size and the "
+    "connector's block_size are not read)",
 )
 
 

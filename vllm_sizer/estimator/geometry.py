@@ -241,6 +241,9 @@ class ModelGeometry(BaseModel, frozen=True):
     attention_layers: int | None = None
     mlp_widths: tuple[int, ...] = ()
     linear_blocks: int = 0
+    # elements of vLLM's rotary-embedding cos/sin caches (rows x rotary_dim, summed over the
+    # distinct rope instances): device buffers vLLM allocates with the model (_rope_cache_elements)
+    rope_cache_elements: int = 0
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -386,6 +389,7 @@ class ModelGeometry(BaseModel, frozen=True):
             quantization=_read_quantization(
                 c.get("quantization_config") or top.get("quantization_config")
             ),
+            rope_cache_elements=_rope_cache_elements(c, model_type, head_dim, mla, sliding_layers),
             vision_parameters=_vision_parameters(
                 top.get("vision_config")
                 or (
@@ -396,6 +400,7 @@ class ModelGeometry(BaseModel, frozen=True):
                     else None
                 ),
                 str(top.get("model_type") or "").lower(),
+                text_hidden=hidden,
             ),
             attention_layers=attention_layers,
             mlp_widths=mlp_widths,
@@ -765,6 +770,68 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
     )
 
 
+# Position schemes without a rotary embedding: learned tables (OPT, GPT-2, BigCode, BERT-style
+# encoders) or ALiBi (BLOOM, MPT).
+NO_ROPE_TYPES = {"opt", "gpt2", "gpt_bigcode", "bloom", "mpt"} | ENCODER_TYPES
+
+
+def _rope_rows(params: Mapping[str, Any], max_pos: int) -> int:
+    """Rows of one rotary embedding's cos/sin cache, per scaling type (vLLM
+    model_executor/layers/rotary_embedding/, 0.19.0): linear max_position × factor
+    (linear_scaling_rope.py:90), dynamic NTK max_position × factor
+    (dynamic_ntk_scaling_rope.py:56), yarn / deepseek_yarn original_max × factor
+    (yarn_scaling_rope.py:78, deepseek_scaling_rope.py:105, built with
+    original_max_position_embeddings in __init__.py get_rope); every other type max_position."""
+    kind = str(params.get("rope_type") or params.get("type") or "default").lower()
+    try:
+        factor = float(params.get("factor") or 1.0)
+    except (TypeError, ValueError):
+        factor = 1.0
+    if kind in ("linear", "dynamic"):
+        return int(max_pos * factor)
+    if kind in ("yarn", "deepseek_yarn"):
+        orig = _int_or_none(params.get("original_max_position_embeddings")) or max_pos
+        return int(orig * factor)
+    return max_pos
+
+
+def _rope_cache_elements(
+    c: Mapping[str, Any],
+    model_type: str,
+    head_dim: int,
+    mla: MLA | None,
+    sliding_layers: int,
+) -> int:
+    """Elements of the cos/sin caches vLLM registers as device buffers when it builds the model
+    (RotaryEmbedding.__init__: cache = _compute_cos_sin_cache().to(dtype), register_buffer
+    "cos_sin_cache", 0.19.0:vllm/model_executor/layers/rotary_embedding/base.py:58-63; the same
+    in 0.11.1 :45-47), in the model dtype (get_rope: torch.get_default_dtype(), __init__.py:37).
+    get_rope caches instances by their parameters (_ROPE_DICT), so layers share one cache per
+    distinct rope. Gemma 3's sliding layers use a second, unscaled rope at rope_local_base_freq
+    (0.19.0:vllm/model_executor/models/gemma3.py:168-185). vLLM's startup profile logs these
+    buffers inside "model weights take": gemma-3-4b-it 0.56 GiB (a 1,048,576-row linear-scaled
+    cache at head_dim 256), the gap between its parameters and the logged 8.58 GiB."""
+    max_pos = _int_or_none(c.get("max_position_embeddings") or c.get("n_positions"))
+    if not max_pos or model_type in NO_ROPE_TYPES or c.get("alibi"):
+        return 0
+    partial = c.get("partial_rotary_factor") or c.get("rotary_pct") or 1.0
+    try:
+        partial = float(partial)
+    except (TypeError, ValueError):
+        partial = 1.0
+    dim = mla.qk_rope_head_dim if mla else int(head_dim * min(max(partial, 0.0), 1.0))
+    params = c.get("rope_parameters") or c.get("rope_scaling") or {}
+    if not isinstance(params, Mapping):
+        params = {}
+    per_type = [v for v in params.values() if isinstance(v, Mapping)]
+    if per_type:  # transformers v5: one rope_parameters entry per layer type
+        return sum(_rope_rows(p, max_pos) for p in per_type) * dim
+    rows = _rope_rows(params, max_pos)
+    if model_type in ("gemma3", "gemma3_text") and 0 < sliding_layers:
+        rows += max_pos  # the sliding layers' local rope (rope_type default)
+    return rows * dim
+
+
 def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
     window = c.get("sliding_window")
     layer_types = c.get("layer_types")
@@ -834,18 +901,48 @@ def _compressed_tensors_weight_bytes(q: Mapping[str, Any]) -> tuple[int, float] 
     return best
 
 
-def _vision_parameters(v: Any, model_type: str = "") -> int:
-    """Vision tower parameters: exact layer shapes for the Qwen-VL towers, otherwise a ViT
-    estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch embedding)."""
+def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> int:
+    """Vision tower parameters: exact layer shapes for the Qwen-VL and SigLIP (Gemma 3) towers,
+    otherwise a ViT estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch
+    embedding)."""
     if not isinstance(v, Mapping):
         return 0
     if model_type in QWEN_VL_TOWER_TYPES:
         return _qwen_vl_vision_parameters(v, model_type)
+    if model_type == "gemma3" or str(v.get("model_type") or "") == "siglip_vision_model":
+        return _siglip_vision_parameters(v) + (
+            _gemma3_projector_parameters(v, text_hidden) if model_type == "gemma3" else 0
+        )
     h = int(v.get("hidden_size") or 0)
     n = int(v.get("num_hidden_layers") or v.get("depth") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
     patch = int(v.get("patch_size") or 14)
     return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h
+
+
+def _siglip_vision_parameters(v: Mapping[str, Any]) -> int:
+    """SigLIP vision tower (transformers siglip/modeling_siglip.py, SiglipVisionTransformer):
+    patch embedding Conv2d(3, h, patch) with bias, a learned position table of
+    (image_size / patch)² rows, per encoder layer q/k/v/out projections with bias, fc1/fc2 with
+    bias and two LayerNorms (weight + bias), then post_layernorm. Defaults are
+    SiglipVisionConfig's (hidden 768, 12 layers, intermediate 3072, image 224, patch 16)."""
+    h = int(v.get("hidden_size") or 768)
+    n = int(v.get("num_hidden_layers") or 12)
+    inter = int(v.get("intermediate_size") or 3072)
+    patch = int(v.get("patch_size") or 16)
+    image = int(v.get("image_size") or 224)
+    channels = int(v.get("num_channels") or 3)
+    embeddings = channels * patch * patch * h + h + (image // patch) ** 2 * h
+    layer = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 2 * 2 * h
+    return embeddings + n * layer + 2 * h
+
+
+def _gemma3_projector_parameters(v: Mapping[str, Any], text_hidden: int) -> int:
+    """Gemma3MultiModalProjector (transformers gemma3/modeling_gemma3.py):
+    mm_input_projection_weight [vision hidden, text hidden] and mm_soft_emb_norm (an RMSNorm
+    over the vision hidden size)."""
+    h = int(v.get("hidden_size") or 768)
+    return h * text_hidden + h
 
 
 # Qwen-VL vision towers, one formula per family, from the transformers modeling files:

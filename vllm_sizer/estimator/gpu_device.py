@@ -155,10 +155,13 @@ def weights_per_rank(
 ) -> int:
     """Weights one GPU holds: everything sharded by TP (vocab-parallel embedding and lm_head
     included); with PP, a stage holds ceil(layers/pp) decoder layers plus the embedding (first
-    stage) or the lm_head and final norm (last stage), vision tower on the first stage."""
+    stage) or the lm_head and final norm (last stage), vision tower on the first stage.
+    Plus the rotary-embedding cos/sin caches, which every rank builds whole in the model dtype
+    and vLLM logs inside "model weights take" (geometry._rope_cache_elements)."""
     total = g.weight_bytes(dtype_bytes) + mxfp4_padding_bytes(g, tp)
+    rope = rope_cache_bytes(g, dtype_bytes)
     if pp == 1:
-        return int(total / tp)
+        return int(total / tp + rope)
     table = g.vocab_size * g.hidden_size * dtype_bytes
     tables = table * (1 if g.tie_word_embeddings else 2)
     vision = g.vision_parameters * dtype_bytes
@@ -167,7 +170,13 @@ def weights_per_rank(
     first = per_stage + table + vision
     last = per_stage + table
     w = {"first": first, "last": last}.get(rank, max(first, last))
-    return int(w / tp)
+    return int(w / tp + rope)
+
+
+def rope_cache_bytes(g: ModelGeometry, dtype_bytes: float) -> int:
+    """Rotary cos/sin cache buffers of one rank, not split by TP (geometry._rope_cache_elements
+    cites vLLM's source)."""
+    return int(g.rope_cache_elements * dtype_bytes)
 
 
 def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int, pp: int) -> float:

@@ -1,13 +1,16 @@
-"""Host memory of a GPU pod, process by process (docs/research/gpu-memory.md §Host).
+"""Host memory of a GPU pod, process by process (docs/research/gpu-memory.md §4).
 
-Topology (vLLM V1, 0.8.5+): api_server_count API-server processes, one engine-core process
-per data-parallel rank, and with tp·pp > 1 one worker process per rank (MultiprocExecutor);
-with tp·pp = 1 the worker runs inside the engine core (UniProcExecutor). V0 (< 0.8.5): one
-API/engine process pair and tp·pp − 1 extra worker processes.
+Topology (vLLM V1, 0.8.5+), `process_counts`: API-server processes (--api-server-count; none
+with --headless), a launcher process that starts them when there are several (or none), one
+engine-core process per local data-parallel engine, a DP coordinator process on the first
+node when data_parallel_size > 1 (0.9.2+), and with tp·pp > 1 one worker process per rank
+(MultiprocExecutor); with tp·pp = 1 the worker runs inside the engine core (UniProcExecutor).
+V0 (< 0.8.5): one API/engine process pair and tp·pp − 1 extra worker processes.
 
-Pinned host buffers go through PyTorch's CachingHostAllocator, which rounds every block up to
-the next power of two. The page cache of mmap'ed safetensors fills the limit but is reclaimed
-before an OOM kill: it is reported, not counted.
+Pinned host buffers that go through PyTorch's CachingHostAllocator are rounded up to the next
+power of two per block; buffers pinned with cudaHostRegister (or LMCache's own allocator) are
+not. The page cache of mmap'ed safetensors fills the limit but is reclaimed before an OOM
+kill: it is reported, not counted.
 """
 
 from __future__ import annotations
@@ -35,10 +38,85 @@ def pinned_bytes(total: float, tensors: int | None) -> int:
     return int(tensors * next_pow2(total / tensors))
 
 
-def default_api_servers(version: VllmVersion, data_parallel: int) -> int:
-    """--api-server-count unset: data_parallel_size with the internal load balancer
-    (0.19.0:vllm/entrypoints/cli/serve.py:83-97); 1 in 0.11 (0.11.0:entrypoints/cli/serve.py)."""
-    return data_parallel if version.at_least(0, 19) else 1
+def default_api_servers(
+    version: VllmVersion,
+    data_parallel: int,
+    *,
+    local_engines: int | None = None,
+    external_lb: bool = False,
+    hybrid_lb: bool = False,
+) -> int:
+    """--api-server-count unset. Up to 0.14 the flag's default, 1 (0.11.1:
+    vllm/entrypoints/openai/cli_args.py:264-270, 0.14.0: the same default). From 0.15 it
+    follows the load-balancing mode (0.15.0:vllm/entrypoints/cli/serve.py:63-101,
+    0.19.0 same file :64-104): external (--data-parallel-rank / --data-parallel-external-lb)
+    1; hybrid (--data-parallel-start-rank / --data-parallel-hybrid-lb)
+    data_parallel_size_local or 1; otherwise data_parallel_size."""
+    if not version.at_least(0, 15):
+        return 1
+    if external_lb:
+        return 1
+    if hybrid_lb:
+        return local_engines or 1
+    return data_parallel
+
+
+@dataclass(frozen=True)
+class Processes:
+    api_servers: int
+    launcher: bool  # a parent process that only starts the others (several API servers, or none)
+    engine_cores: int
+    coordinator: bool
+    why: str
+
+
+def process_counts(
+    version: VllmVersion,
+    *,
+    data_parallel: int,
+    local_engines: int,
+    api_servers: int | None,
+    headless: bool = False,
+    external_lb: bool = False,
+    hybrid_lb: bool = False,
+    first_rank: bool = True,
+    moe: bool = False,
+) -> Processes:
+    """The front-end / engine processes of one pod (not the GPU workers).
+    - --headless, or --api-server-count 0: no API server; the main process starts the engines
+      and waits (run_headless, 0.19.0:vllm/entrypoints/cli/serve.py:53-62, :115-116).
+    - several API servers: run_multi_api_server starts them as child processes from a launcher
+      that stays (0.19.0: same file :117-118, :238-325, APIServerProcessManager).
+    - one API server: it runs in the main process (same file :119-122).
+    - DP coordinator: a separate process when data_parallel_size > 1 on the rank-0 node:
+      0.9.2-0.13 always (0.9.2:vllm/v1/engine/utils.py:354, 0.11.1 the same :813); from 0.14
+      only for MoE models or without external load balancing (needs_dp_coordinator,
+      0.19.0:vllm/config/vllm.py:456-476, used at vllm/v1/engine/utils.py:897-899).
+    V0 (< 0.8.5): one API server, the engine in the same process."""
+    if not version.at_least(0, 8, 5):
+        return Processes(1, False, 1, False, "V0: API server and engine in one process pair")
+    if headless:
+        apis, why = 0, "--headless: no API server"
+    elif api_servers is not None:
+        apis, why = api_servers, f"--api-server-count {api_servers}"
+    else:
+        apis = default_api_servers(
+            version,
+            data_parallel,
+            local_engines=local_engines,
+            external_lb=external_lb,
+            hybrid_lb=hybrid_lb,
+        )
+        why = f"{apis} API server(s): vLLM {version}'s default" + (
+            " (data_parallel_size)" if version.at_least(0, 15) and apis > 1 else ""
+        )
+    coordinator = (
+        version.at_least(0, 9, 2)
+        and data_parallel > 1
+        and first_rank
+        and (not version.at_least(0, 14) or moe or not external_lb)
+    )
+    return Processes(apis, apis != 1, local_engines, coordinator, why)
 
 
 @dataclass
@@ -47,9 +125,26 @@ class HostTerms:
         default_factory=list
     )  # name, bytes, enters, source
     notes: list[str] = field(default_factory=list)
+    processes: Processes | None = None
 
     def add(self, name: str, n: float, enters: str, source: str) -> None:
         self.terms.append((name, int(n), enters, source))
+
+
+@dataclass(frozen=True)
+class KvOffload:
+    """What the command line and environment say about CPU KV offloading (EngineSettings)."""
+
+    size_gib: float | None = None  # --kv-offloading-size
+    backend: str | None = None  # --kv-offloading-backend
+    connector: str | None = None  # kv_transfer_config.kv_connector
+    cpu_bytes: float | None = None  # kv_connector_extra_config.cpu_bytes_to_use
+    cpu_blocks: int | None = None  # kv_connector_extra_config.num_cpu_blocks (≤ 0.13)
+    spec: str | None = None  # kv_connector_extra_config.spec_name
+    simple: bool = False  # VLLM_USE_SIMPLE_KV_OFFLOAD
+    prefix_caching: bool | None = None  # --enable-prefix-caching / --no-enable-prefix-caching
+    lmcache_gb: float | None = None  # LMCACHE_MAX_LOCAL_CPU_SIZE / lmcache.max_local_cpu_size
+    lmcache_local_cpu: bool | None = None  # LMCACHE_LOCAL_CPU / lmcache.local_cpu
 
 
 def host_terms(
@@ -63,29 +158,52 @@ def host_terms(
     num_layers: int,
     cpu_offload_gb: float,
     swap_bytes: int,
-    kv_offloading_gib: float | None,
-    kv_connector: str | None,
-    kv_cpu_bytes: float | None = None,
-    kv_offloading_backend: str | None = None,
-    simple_offload: bool = False,
-    lmcache_local_cpu_gb: float | None,
+    kv: KvOffload | None = None,
     load_format: str | None,
     quantization: str | None,
     compiled: bool,
+    data_parallel_size: int | None = None,
+    headless: bool = False,
+    external_lb: bool = False,
+    hybrid_lb: bool = False,
+    first_rank: bool = True,
+    moe: bool = False,
+    kv_bytes_per_token_per_rank: float = 0.0,
+    device: str = "cuda",
+    dev_shm_memory: bool = False,
+    dev_shm_bytes: int | None = None,
 ) -> HostTerms:
+    """`dp`: the engines this pod runs (settings.local_engines); `data_parallel_size`: the
+    global --data-parallel-size (defaults to `dp`)."""
     h = HostTerms()
     ws = tp * pp
     workers = ws * dp
-    v1 = version.at_least(0, 8, 5)
-    apis = api_servers if api_servers is not None else default_api_servers(version, dp)
-    # Front-end + engine-core (+ in-process worker) without CUDA: measured on the CPU backend.
+    procs = process_counts(
+        version,
+        data_parallel=data_parallel_size or dp,
+        local_engines=dp,
+        api_servers=api_servers,
+        headless=headless,
+        external_lb=external_lb,
+        hybrid_lb=hybrid_lb,
+        first_rank=first_rank,
+        moe=moe,
+    )
+    h.processes = procs
+    # Front-end + engine-core (+ in-process worker) without CUDA: measured on the CPU backend,
+    # one API-server process and one engine core. Every other process is an extra one.
     base = C.CPU_RUNTIME_BYTES.value
-    extra = max(apis - 1, 0) + (max(dp - 1, 0) if v1 else 0)
+    front = procs.api_servers + (1 if procs.launcher else 0)
+    extra = max(front - 1, 0) + max(procs.engine_cores - 1, 0) + (1 if procs.coordinator else 0)
+    parts = [
+        f"API server ×{procs.api_servers}" + (" + launcher" if procs.launcher else ""),
+        f"engine core ×{procs.engine_cores}",
+    ] + (["DP coordinator"] if procs.coordinator else [])
     h.add(
         "runtime_overhead",
         base + extra * C.EXTRA_PROCESS_BYTES.value,
         "sum",
-        f"API server ×{apis} + engine core ×{dp if v1 else 1}: {C.CPU_RUNTIME_BYTES.source}"
+        f"{' + '.join(parts)} ({procs.why}): {C.CPU_RUNTIME_BYTES.source}"
         + (
             f"; {extra} extra process(es) assumed {C.EXTRA_PROCESS_BYTES.value / GiB:g} GiB each"
             if extra
@@ -94,7 +212,8 @@ def host_terms(
     )
     if extra:
         h.notes.append(
-            f"{extra} extra API-server / engine-core process(es) at an assumed "
+            f"{extra} extra front-end / engine-core / coordinator process(es) "
+            f"({' + '.join(parts)}) at an assumed "
             f"{C.EXTRA_PROCESS_BYTES.value / GiB:g} GiB each (not measured)"
         )
     h.add(
@@ -129,55 +248,18 @@ def host_terms(
             "sum",
             "V0 CPU swap cache: one pinned tensor per layer per GPU, power-of-two rounded",
         )
-    conn = (kv_connector or "").lower()
-    backend = (kv_offloading_backend or "native").lower()
-    lmcache_gb = lmcache_local_cpu_gb
-    if kv_offloading_gib and backend == "lmcache":
-        # --kv-offloading-backend lmcache: max_local_cpu_size = size / (tp·pp) per rank
-        # (0.19.0:vllm/config/vllm.py:668-674)
-        conn, lmcache_gb = "lmcacheconnectorv1", kv_offloading_gib / ws
-    elif kv_offloading_gib:
-        # native: cpu_bytes_to_use = size GiB over all ranks (0.19.0:vllm/config/vllm.py:659-666),
-        # one torch.zeros(pin_memory=True) per KV cache tensor per rank
-        # (0.19.0:vllm/v1/kv_offload/worker/cpu_gpu.py:261-280)
-        kv_cpu_bytes = kv_offloading_gib * GiB
-        conn = conn or ("simplecpuoffloadconnector" if simple_offload else "offloadingconnector")
-    if kv_cpu_bytes and "lmcache" not in conn:
-        per_rank = kv_cpu_bytes / ws
-        exact = "simple" in conn
-        n = max(num_layers // pp, 1)
-        if not exact:
-            h.notes.append(
-                "KV offload buffer: one pinned tensor per KV cache layer assumed "
-                "(hybrid models with fewer KV tensors round differently)"
-            )
-        h.add(
-            "kv_offload_buffer",
-            workers * (per_rank if exact else pinned_bytes(per_rank, n)),
-            "sum",
-            f"CPU KV offload {kv_cpu_bytes / GiB:.1f} GiB over {ws} rank(s)"
-            + (
-                ": cudaHostRegister, exact size"
-                if exact
-                else f", {n} pinned tensor(s) per rank (one per KV cache layer assumed), each "
-                "rounded up to a power of two by PyTorch's CachingHostAllocator"
-            ),
-        )
-    if "lmcache" in conn:
-        gb = lmcache_gb if lmcache_gb is not None else C.LMCACHE_LOCAL_CPU_GB_DEFAULT.value
-        h.add(
-            "lmcache_cpu_buffer",
-            workers * next_pow2(gb * GiB),
-            "sum",
-            f"LMCache local CPU backend {gb:g} GB per worker, one pinned buffer "
-            "(power-of-two rounding assumed)",
-        )
-        if lmcache_gb is None:
-            h.notes.append(
-                f"LMCache local CPU size not given: {C.LMCACHE_LOCAL_CPU_GB_DEFAULT.source}"
-            )
-    elif conn and "offload" in conn and not kv_cpu_bytes:
-        h.notes.append(f"{kv_connector}: CPU buffer size not given (cpu_bytes_to_use), not counted")
+    _kv_offload(
+        h,
+        version,
+        kv or KvOffload(),
+        ws=ws,
+        engines=dp,
+        layers=max(num_layers // pp, 1),
+        kv_bytes_per_token_per_rank=kv_bytes_per_token_per_rank,
+        device=device,
+        dev_shm_memory=dev_shm_memory,
+        dev_shm_bytes=dev_shm_bytes,
+    )
     fmt = (load_format or "").lower()
     anon = fmt == "gguf" or fmt == "bitsandbytes" or (quantization or "").lower() == "bitsandbytes"
     if anon:
@@ -194,9 +276,207 @@ def host_terms(
         )
     h.add(
         "page_cache",
-        weights_bytes,
+        0 if fmt == "dummy" else weights_bytes,
         "not-counted",
         "mmap'ed safetensors in the page cache: fills the limit while loading but is reclaimed "
-        "before an OOM kill (a 32G pod at 4 GB RSS + 28 GB cache, vllm-project/vllm#3035)",
+        "before an OOM kill (a 32G pod at 4 GB RSS + 28 GB cache, vllm-project/vllm#3035)"
+        + ("; --load-format dummy reads no checkpoint" if fmt == "dummy" else ""),
     )
     return h
+
+
+def _kv_offload(
+    h: HostTerms,
+    version: VllmVersion,
+    kv: KvOffload,
+    *,
+    ws: int,
+    engines: int,
+    layers: int,
+    kv_bytes_per_token_per_rank: float,
+    device: str,
+    dev_shm_memory: bool,
+    dev_shm_bytes: int | None,
+) -> None:
+    """CPU KV offloading: the connector vLLM ends up with and the host buffer it allocates
+    (docs/research/gpu-memory.md §4 has the source lines per version)."""
+    conn = kv.connector or ""
+    cpu_bytes = kv.cpu_bytes
+    cpu_blocks = kv.cpu_blocks
+    spec = kv.spec
+    lmcache_gb = kv.lmcache_gb
+    workers = ws * engines
+    backend = (kv.backend or "").lower()
+    if kv.size_gib:
+        if not version.at_least(0, 14):
+            # 0.11.1-0.13: offloading only with --kv-offloading-backend set
+            # (0.11.1:vllm/config/cache.py:146 default None; vllm/config/vllm.py:306-307)
+            if not backend:
+                h.notes.append(
+                    f"--kv-offloading-size without --kv-offloading-backend: vLLM {version} "
+                    "enables no KV offloading (0.11-0.13 need both)"
+                )
+            elif backend == "native":
+                # OffloadingConnector with num_cpu_blocks 0 (0.13.0:vllm/config/vllm.py:494-500),
+                # which CPUOffloadingSpec rejects (0.13.0:vllm/v1/kv_offload/cpu.py:24-28)
+                h.notes.append(
+                    f"--kv-offloading-backend native in vLLM {version} sets num_cpu_blocks 0, "
+                    "which the CPU offloading spec rejects at startup (vLLM 0.11.1-0.13): the "
+                    "server does not start; use vLLM ≥ 0.14 or --kv-transfer-config with "
+                    "num_cpu_blocks"
+                )
+            else:
+                conn, lmcache_gb = "LMCacheConnectorV1", kv.size_gib / ws
+        elif backend == "lmcache":
+            if version.at_least(0, 23):
+                # 0.23+: LMCacheMPConnector, the size is not propagated: the KV store lives in a
+                # separate LMCache server process (0.23.0:vllm/config/vllm.py:793-799)
+                conn = "LMCacheMPConnector"
+            else:
+                # max_local_cpu_size = size / (tp·pp) per rank (0.19.0:vllm/config/vllm.py:668-674)
+                conn, lmcache_gb = "LMCacheConnectorV1", kv.size_gib / ws
+        else:
+            # native: cpu_bytes_to_use = size GiB over all ranks (0.14.0:vllm/config/vllm.py:518,
+            # 0.19.0 :659-666); VLLM_USE_SIMPLE_KV_OFFLOAD picks SimpleCPUOffloadConnector
+            # from 0.19 (0.19.0:vllm/config/vllm.py:660-663)
+            simple = kv.simple and version.at_least(0, 19)
+            conn = "SimpleCPUOffloadConnector" if simple else "OffloadingConnector"
+            cpu_bytes, cpu_blocks, spec = kv.size_gib * GiB, None, None
+    low = conn.lower()
+    if low == "lmcachempconnector":
+        h.notes.append(
+            "LMCacheMPConnector: the KV cache store is a separate LMCache server process "
+            "(not this container's memory unless it runs here): not counted"
+        )
+        return
+    if "lmcache" in low:
+        _lmcache(h, kv, lmcache_gb, workers)
+        return
+    if low == "simplecpuoffloadconnector":
+        if kv.prefix_caching is False:
+            # disabled without prefix caching
+            # (0.19.0:vllm/distributed/kv_transfer/kv_connector/v1/simple_cpu_offload_connector.py:80-85)
+            h.notes.append(
+                "SimpleCPUOffloadConnector is disabled with prefix caching off: no CPU buffer"
+            )
+            return
+        total = cpu_bytes if cpu_bytes else C.SIMPLE_OFFLOAD_DEFAULT_BYTES.value
+        h.add(
+            "kv_offload_buffer",
+            engines * total,
+            "sum",
+            f"SimpleCPUOffloadConnector {total / GiB:.1f} GiB over {ws} rank(s) "
+            + ("" if cpu_bytes else f"({C.SIMPLE_OFFLOAD_DEFAULT_BYTES.source}) ")
+            + "pinned with cudaHostRegister at the exact size "
+            "(0.19.0:vllm/v1/simple_kv_offload/cuda_mem_ops.py:17-25)",
+        )
+        return
+    if low != "offloadingconnector":
+        return
+    if spec and spec not in ("CPUOffloadingSpec", "TieringOffloadingSpec"):
+        h.notes.append(
+            f"OffloadingConnector with spec_name {spec}: its buffers are not modelled, not counted"
+        )
+        return
+    if not version.at_least(0, 14):
+        # 0.11-0.13: num_cpu_blocks offloaded blocks of `block_size` tokens per rank, one
+        # pinned torch.zeros per KV cache tensor (0.13.0:vllm/v1/kv_offload/cpu.py:24-29,
+        # worker/cpu_gpu.py: cpu_shape[num_blocks] = num_cpu_blocks × block_size_factor)
+        if not cpu_blocks:
+            h.notes.append(
+                f"OffloadingConnector without num_cpu_blocks: vLLM {version}'s CPU offloading "
+                "spec refuses to start (0.13.0:vllm/v1/kv_offload/cpu.py:24-28)"
+            )
+            return
+        per_rank = cpu_blocks * C.GPU_BLOCK_SIZE_TOKENS.value * kv_bytes_per_token_per_rank
+        h.notes.append(
+            f"OffloadingConnector num_cpu_blocks {cpu_blocks}: blocks of "
+            f"{C.GPU_BLOCK_SIZE_TOKENS.value:g} tokens assumed ({C.GPU_BLOCK_SIZE_TOKENS.source})"
+        )
+        h.add(
+            "kv_offload_buffer",
+            workers * pinned_bytes(per_rank, layers),
+            "sum",
+            f"CPU KV offload {cpu_blocks} blocks per rank = {per_rank / GiB:.1f} GiB, "
+            f"{layers} pinned tensor(s) per rank, each rounded up to a power of two by "
+            "PyTorch's CachingHostAllocator",
+        )
+        return
+    if not cpu_bytes:
+        h.notes.append(
+            f"{conn}: no cpu_bytes_to_use in kv_connector_extra_config: vLLM {version}'s CPU "
+            "offloading spec refuses to start (0.19.0:vllm/v1/kv_offload/cpu/spec.py:21-25)"
+        )
+        return
+    shared = spec == "TieringOffloadingSpec" or (
+        version.at_least(0, 27) and not (device == "rocm" and version.at_least(0, 30))
+    )
+    if shared:
+        # one /dev/shm region per engine, shared by its ranks, registered with
+        # cudaHostRegister: exact size (0.27.0:vllm/v1/kv_offload/cpu/spec.py:144-172,
+        # shared_offload_region.py:53-54, gpu_worker.py:136; 0.33.0 cpu/spec.py:176-204)
+        h.add(
+            "kv_offload_buffer",
+            engines * cpu_bytes,
+            "sum",
+            f"CPU KV offload {cpu_bytes / GiB:.1f} GiB per engine: one /dev/shm mmap region shared "
+            "by its ranks, pinned with cudaHostRegister at the exact size",
+        )
+        if not dev_shm_memory:
+            h.notes.append(
+                f"vLLM {version} keeps the KV offload buffer ({cpu_bytes / GiB:.1f} GiB) in "
+                "/dev/shm (vllm_offload_<engine>.mmap): the pod needs a memory-backed /dev/shm "
+                "emptyDir that large (the container runtime's default /dev/shm is 64 MiB)"
+            )
+        elif dev_shm_bytes is not None and dev_shm_bytes < cpu_bytes:
+            h.notes.append(
+                f"the /dev/shm emptyDir sizeLimit ({dev_shm_bytes / GiB:.1f} GiB) is smaller than "
+                f"the KV offload region vLLM {version} puts there ({cpu_bytes / GiB:.1f} GiB)"
+            )
+        return
+    # 0.14-0.26: each rank allocates one torch.zeros(pin_memory=True) per KV cache tensor
+    # (0.19.0:vllm/v1/kv_offload/worker/cpu_gpu.py:261-280; 0.26.0 cpu/gpu_worker.py:494-501)
+    per_rank = cpu_bytes / ws
+    h.notes.append(
+        "KV offload buffer: one pinned tensor per KV cache layer assumed "
+        "(hybrid models with fewer KV tensors round differently)"
+    )
+    h.add(
+        "kv_offload_buffer",
+        workers * pinned_bytes(per_rank, layers),
+        "sum",
+        f"CPU KV offload {cpu_bytes / GiB:.1f} GiB over {ws} rank(s), {layers} pinned tensor(s) "
+        "per rank (one per KV cache layer assumed), each rounded up to a power of two by "
+        "PyTorch's CachingHostAllocator",
+    )
+
+
+def _lmcache(h: HostTerms, kv: KvOffload, gb: float | None, workers: int) -> None:
+    """LMCache's local CPU buffer, per worker: max_local_cpu_size GiB (default 5.0), allocated
+    whether local_cpu is on or not when PD mode is off (lmcache 0.5.6
+    v1/storage_backend/__init__.py:173-190; 0.3.1 v1/cache_engine.py:645-656). Pinned at the
+    exact size by LMCache's own allocator from 0.3.3 (cudaHostRegister; 0.3.4+ lmc_ops
+    alloc_pinned_ptr, 0.5.6 v1/memory_management.py:573-620); LMCache ≤ 0.3.2 used
+    torch.empty(pin_memory=True), which PyTorch rounds up to a power of two."""
+    size = gb if gb is not None else C.LMCACHE_LOCAL_CPU_GB_DEFAULT.value
+    per_worker = size * GiB
+    h.add(
+        "lmcache_cpu_buffer",
+        workers * per_worker * C.LMCACHE_PINNED_EXACT.value,
+        "sum",
+        f"LMCache local CPU buffer {size:g} GiB per worker × {workers}, pinned at the exact "
+        "size (LMCache ≥ 0.3.3 assumed)",
+    )
+    if gb is None:
+        h.notes.append(f"LMCache local CPU size not given: {C.LMCACHE_LOCAL_CPU_GB_DEFAULT.source}")
+    if next_pow2(per_worker) != int(per_worker):
+        h.notes.append(
+            f"LMCache's version is unknown: ≥ 0.3.3 assumed, which pins {size:g} GiB per worker "
+            f"(counted); LMCache ≤ 0.3.2 pinned through PyTorch, which rounds it up to "
+            f"{next_pow2(per_worker) / GiB:g} GiB"
+        )
+    if kv.lmcache_local_cpu is False:
+        h.notes.append(
+            "LMCACHE_LOCAL_CPU false does not remove LMCache's CPU buffer: it is allocated "
+            "with max_local_cpu_size unless PD mode is on"
+        )

@@ -60,14 +60,24 @@ class EngineSettings(BaseModel):
     kv_cache_memory_bytes: int | None = None
     enforce_eager: bool = False
     mm_processor_cache_gb: float | None = None
-    api_server_count: int | None = None
+    api_server_count: int | None = None  # --api-server-count (0: no API server, as --headless)
+    headless: bool = False  # --headless: engine processes only
+    # data-parallel load balancing: --data-parallel-start-rank / --data-parallel-hybrid-lb
+    # (hybrid), --data-parallel-rank / --data-parallel-external-lb (external)
+    data_parallel_start_rank: int | None = None
+    data_parallel_hybrid_lb: bool = False
+    data_parallel_external_lb: bool = False
+    enable_prefix_caching: bool | None = None
     load_format: str | None = None
     kv_offloading_size_gib: float | None = None  # --kv-offloading-size (GiB, all ranks)
     kv_offloading_backend: str | None = None  # --kv-offloading-backend native | lmcache
     kv_connector: str | None = None  # kv_transfer_config.kv_connector
     kv_connector_cpu_bytes: int | None = None  # kv_connector_extra_config.cpu_bytes_to_use
+    kv_connector_cpu_blocks: int | None = None  # kv_connector_extra_config.num_cpu_blocks
+    kv_connector_spec: str | None = None  # kv_connector_extra_config.spec_name
     simple_kv_offload: bool = False  # VLLM_USE_SIMPLE_KV_OFFLOAD=1
-    lmcache_local_cpu_gb: float | None = None  # LMCACHE_MAX_LOCAL_CPU_SIZE (GB per worker)
+    lmcache_local_cpu_gb: float | None = None  # LMCACHE_MAX_LOCAL_CPU_SIZE (GiB per worker)
+    lmcache_local_cpu: bool | None = None  # LMCACHE_LOCAL_CPU / lmcache.local_cpu
     cpu_kvcache_space_gib: float | None = Field(
         default=None, description="VLLM_CPU_KVCACHE_SPACE (GiB)"
     )

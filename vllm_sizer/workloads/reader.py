@@ -62,6 +62,10 @@ RELEVANT_ENV = (
     "VLLM_TARGET_DEVICE",
     "LD_PRELOAD",
     "VLLM_ADDITIONAL_ARGS",
+    "VLLM_USE_SIMPLE_KV_OFFLOAD",
+    "LMCACHE_MAX_LOCAL_CPU_SIZE",
+    "LMCACHE_LOCAL_CPU",
+    "LMCACHE_CONFIG_FILE",
 )
 HF_SERVER_MODULE = "huggingfaceserver"
 # Environment the LeaderWorkerSet controller adds to every pod (values known only at runtime).
@@ -923,7 +927,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         return _bare(info, view, diags)
     extra_flags = list(view.extra_flags)
     if view.llmisvc:
-        additional = env.get("VLLM_ADDITIONAL_ARGS", "").split()  # unquoted shell expansion
+        additional = _eval_words(env.get("VLLM_ADDITIONAL_ARGS", ""))
         if "--lora-modules" in additional + args and "--enable-lora" in extra_flags:
             # KServe (userSuppliedLoRAConfig): adapters given by hand replace spec.model.lora
             cut = extra_flags.index("--enable-lora")
@@ -1041,6 +1045,20 @@ def _read_invocation(
             version_floor=floor,
         )
         if not located.positional:  # the api_server module takes no positional model
+            # ... and runs exactly one API server in its own process, whatever
+            # --api-server-count / --headless say (its __main__ calls run_server:
+            # 0.19.0:vllm/entrypoints/openai/api_server.py:698-710)
+            asked = parsed.values.get("api_server_count")
+            if asked not in (None, 1) or parsed.values.get("headless"):
+                diags.append(
+                    Diagnostic(
+                        "info",
+                        "the api_server module runs one API server: --api-server-count and "
+                        "--headless apply to `vllm serve` only",
+                    )
+                )
+            parsed.values["api_server_count"] = 1
+            parsed.values.pop("headless", None)
             for d in list(parsed.diagnostics):
                 if d.message == "unexpected positional argument":
                     parsed.diagnostics.remove(d)
@@ -1306,6 +1324,21 @@ def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
                 who = "init container" if c is not view.container else "the container's command"
                 found.setdefault(cand.lower(), (cand, f"{who} {c.get('name') or '?'}"))
     return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _eval_words(value: str) -> list[str]:
+    """The words of VLLM_ADDITIONAL_ARGS as KServe's LLMInferenceService template runs them:
+    `eval "exec vllm serve ... ${VLLM_ADDITIONAL_ARGS} $@"` (KServe's Go package `identity`,
+    TestExtractRuntimeConfigFactorsFromShellContainer, which models that container), so the
+    shell's quotes apply: KServe's P/D sample writes
+    `--kv_transfer_config '{"kv_connector":"NixlConnector",...}'` (docs/samples/llmisvc/
+    prefill-decode). Unbalanced quotes: plain whitespace splitting."""
+    import shlex
+
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
 
 
 def _served_names(flags: list[str]) -> list[str]:

@@ -42,7 +42,7 @@ class Diagnostic:
         return f"{where}{self.message}"
 
 
-Kind = Literal["tokens", "int", "index", "float", "str", "bool", "list", "json"]
+Kind = Literal["tokens", "int", "index", "float", "str", "bool", "list", "json", "choice"]
 
 # flag key (dashes) → (EngineSettings field, kind). Flags that do not change memory are
 # parsed only to consume their value correctly.
@@ -74,6 +74,17 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "enforce-eager": ("enforce_eager", "bool"),
     "mm-processor-cache-gb": ("mm_processor_cache_gb", "float"),
     "device": ("device", "str"),
+    # host processes and buffers (estimator/host_processes.py)
+    "load-format": ("load_format", "str"),
+    "api-server-count": ("api_server_count", "index"),
+    "headless": ("headless", "bool"),
+    "data-parallel-start-rank": ("data_parallel_start_rank", "index"),
+    "data-parallel-external-lb": ("data_parallel_external_lb", "bool"),
+    "data-parallel-hybrid-lb": ("data_parallel_hybrid_lb", "bool"),
+    "enable-prefix-caching": ("enable_prefix_caching", "bool"),
+    "kv-offloading-size": ("kv_offloading_size_gib", "float"),
+    "kv-offloading-backend": ("kv_offloading_backend", "choice"),
+    "kv-transfer-config": ("kv_transfer_config", "json"),
     # value-taking flags that do not change memory: consumed, not used
     "served-model-name": (None, "list"),
     "host": (None, "str"),
@@ -87,7 +98,6 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "tool-call-parser": (None, "str"),
     "block-size": (None, "int"),
     "seed": (None, "int"),
-    "load-format": (None, "str"),
     "distributed-executor-backend": (None, "str"),
     "compilation-config": (None, "json"),
     "limit-mm-per-prompt": (None, "json"),
@@ -98,7 +108,6 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "max-log-len": (None, "int"),
     "trust-remote-code": (None, "bool"),
     "disable-log-requests": (None, "bool"),
-    "enable-prefix-caching": (None, "bool"),
     "enable-auto-tool-choice": (None, "bool"),
     "disable-log-stats": (None, "bool"),
     "enable-log-requests": (None, "bool"),
@@ -123,7 +132,6 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "async-scheduling": (None, "bool"),
     "calculate-kv-scales": (None, "bool"),
     "enable-log-outputs": (None, "bool"),
-    "headless": (None, "bool"),
     "enable-lora-bias": (None, "bool"),
     "disable-mm-preprocessor-cache": (None, "bool"),
     "enable-reasoning": (None, "bool"),
@@ -136,7 +144,6 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "guided-decoding-backend": (None, "str"),
     "tokenizer-mode": (None, "str"),
     "generation-config": (None, "str"),
-    "kv-transfer-config": (None, "json"),
     "otlp-traces-endpoint": (None, "str"),
     "root-path": (None, "str"),
     "ssl-keyfile": (None, "str"),
@@ -156,8 +163,6 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "data-parallel-rpc-port": (None, "str"),
     "data-parallel-size-local": ("data_parallel_size_local", "int"),
     "data-parallel-rank": ("data_parallel_rank", "index"),
-    "data-parallel-start-rank": (None, "int"),
-    "api-server-count": (None, "int"),
     "max-parallel-loading-workers": (None, "int"),
     "logits-processor-pattern": (None, "str"),
     "response-role": (None, "str"),
@@ -176,6 +181,12 @@ _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
 MAX_CROSS_VERSION = 32  # rejected options checked against every known version's list
 MAX_TOKENS = 1 << 40  # larger token counts or byte sizes are absurd input, not configuration
+# Values argparse accepts for flags with `choices` (the vLLM source cited per flag).
+CHOICES = {
+    # KVOffloadingBackend = Literal["native", "lmcache"]: 0.11.1-0.33.0 vllm/config/cache.py
+    # (0.11.1:35, 0.19.0:27, 0.33.0:178)
+    "kv_offloading_backend": ("native", "lmcache"),
+}
 
 
 def parse_token_count(raw: str) -> int:
@@ -214,6 +225,10 @@ class ParsedVllm:
     unknown_flags: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     table_version: str | None = None  # the known vLLM version whose option list was used
+    # --kv-transfer-config as vLLM ends up with it: the JSON value, or the dict its dotted form
+    # (--kv-transfer-config.key value) builds, which vLLM appends last (so it replaces the JSON)
+    kv_transfer_json: dict[str, Any] | None = None
+    kv_transfer_dotted: dict[str, Any] = field(default_factory=dict)
 
     def to_settings(self, **facts: Any) -> tuple[EngineSettings | None, list[Diagnostic]]:
         """EngineSettings from the parsed values plus facts from outside the command line
@@ -548,7 +563,9 @@ def parse_vllm_args(
             )
             continue
         if dot:
-            continue  # a key of a JSON argument: no memory effect read
+            if m.dest == "kv_transfer_config" and values:
+                _set_dotted(out.kv_transfer_dotted, _sub.split("."), values[0])
+            continue  # other keys of JSON arguments: no memory effect read
         spec = _dest_spec(m.dest)
         if spec is None or spec[0] is None:
             if m.dest == "lora_modules" or (
@@ -601,7 +618,26 @@ def parse_vllm_args(
             continue
         if target == "device":
             value = value.lower()
+        if target == "kv_transfer_config":
+            obj = _json_value(raw, version, out.diagnostics, flag)
+            if obj is not None:
+                out.kv_transfer_json = obj
+            continue
+        if conv == "choice" and value not in CHOICES[target]:
+            out.diagnostics.append(
+                Diagnostic(
+                    "error",
+                    f"invalid choice (vLLM accepts {', '.join(CHOICES[target])}): "
+                    + ("vLLM exits, the pod will not start" if strict else "ignored"),
+                    flag,
+                    raw,
+                )
+            )
+            continue
         out.values[target] = value
+    kv = out.kv_transfer_dotted or out.kv_transfer_json
+    if kv is not None:
+        out.values.update(kv_transfer_settings(kv, out.diagnostics))
     if flag_model is None and out.model is None and out.config_model is not None:
         out.model = out.config_model
     if flag_model is not None:
@@ -665,6 +701,131 @@ def _rejection(
     )
 
 
+_HUMAN_NUMBER = re.compile(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b")
+_HUMAN_MULT = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
+               "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}  # fmt: skip
+
+
+def _json_value(
+    raw: str, version: VllmVersion | None, diags: list[Diagnostic], flag: str
+) -> dict[str, Any] | None:
+    """A JSON-valued vLLM flag (--kv-transfer-config): a JSON object. From 0.20 vLLM expands
+    bare human-readable numbers first (`{"cpu_bytes_to_use": 80G}`:
+    0.20.0:vllm/engine/arg_utils.py _expand_json_human_readable_numbers, k/m/g/t decimal,
+    K/M/G/T binary); older versions validate the JSON as written (TypeAdapter.validate_json,
+    0.19.0:vllm/engine/arg_utils.py:299-303)."""
+    import json
+
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        obj = None
+        if version is None or version.at_least(0, 20):
+            parts = re.split(r'("(?:[^"\\]|\\.)*")', raw)
+            for i in range(0, len(parts), 2):
+                parts[i] = _HUMAN_NUMBER.sub(
+                    lambda m: str(int(float(m[0][:-1]) * _HUMAN_MULT[m[0][-1]])), parts[i]
+                )
+            try:
+                obj = json.loads("".join(parts))
+            except ValueError:
+                obj = None
+    if not isinstance(obj, dict):
+        diags.append(
+            Diagnostic(
+                "error",
+                "not a JSON object: vLLM's parser rejects it (vLLM exits); its settings are "
+                "not read",
+                flag,
+                raw[:200],
+            )
+        )
+        return None
+    return obj
+
+
+def _set_dotted(target: dict[str, Any], keys: list[str], raw: str) -> None:
+    """`--kv-transfer-config.a.b value`: vLLM's FlexibleArgumentParser nests the keys and reads
+    the value as JSON, else as a string (0.19.0:vllm/utils/argparse_utils.py:323-346)."""
+    import json
+
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    for k in keys[:-1]:
+        nxt = target.get(k)
+        if not isinstance(nxt, dict):
+            nxt = target[k] = {}
+        target = nxt
+    if keys and keys[-1]:
+        target[keys[-1]] = value
+
+
+# Connectors whose buffers the estimator counts (host_processes.py); MultiConnector wraps a list
+# of {"kv_connector", "kv_connector_extra_config"} under extra config "connectors".
+HOST_KV_CONNECTORS = ("OffloadingConnector", "SimpleCPUOffloadConnector", "LMCacheConnectorV1")
+
+
+def kv_transfer_settings(cfg: dict[str, Any], diags: list[Diagnostic]) -> dict[str, Any]:
+    """EngineSettings values from a --kv-transfer-config object: the connector and the sizes
+    its kv_connector_extra_config gives (docs/research/gpu-memory.md §4): cpu_bytes_to_use
+    (OffloadingConnector from 0.14, SimpleCPUOffloadConnector), num_cpu_blocks
+    (OffloadingConnector 0.11-0.13), spec_name, and LMCache's `lmcache.`-prefixed overrides
+    (lmcache.max_local_cpu_size, lmcache.local_cpu), which win over LMCACHE_* variables
+    (0.19.0:vllm/distributed/kv_transfer/kv_connector/v1/lmcache_integration/vllm_v1_adapter.py:586-601)."""
+    out: dict[str, Any] = {}
+    name = str(cfg.get("kv_connector") or "") or None
+    extra = cfg.get("kv_connector_extra_config")
+    extra = extra if isinstance(extra, dict) else {}
+    if name == "MultiConnector":
+        inner = [c for c in extra.get("connectors") or [] if isinstance(c, dict)]
+        chosen = next((c for c in inner if c.get("kv_connector") in HOST_KV_CONNECTORS), None)
+        if chosen is not None:
+            name = str(chosen["kv_connector"])
+            extra = chosen.get("kv_connector_extra_config")
+            extra = extra if isinstance(extra, dict) else {}
+    if name:
+        out["kv_connector"] = name
+
+    def number(key: str, kind: type) -> Any:
+        if key not in extra:
+            return None
+        try:
+            v = kind(float(extra[key])) if kind is int else kind(extra[key])
+            if v < 0 or v > MAX_TOKENS:
+                raise ValueError
+            return v
+        except (TypeError, ValueError):
+            diags.append(
+                Diagnostic(
+                    "error",
+                    f"kv_connector_extra_config.{key} is not a number: not read",
+                    "--kv-transfer-config",
+                    str(extra[key])[:80],
+                )
+            )
+            return None
+
+    for key, target, kind in (
+        ("cpu_bytes_to_use", "kv_connector_cpu_bytes", int),
+        ("num_cpu_blocks", "kv_connector_cpu_blocks", int),
+        ("lmcache.max_local_cpu_size", "lmcache_local_cpu_gb", float),
+    ):
+        v = number(key, kind)
+        if v is not None:
+            out[target] = v
+    if isinstance(extra.get("spec_name"), str):
+        out["kv_connector_spec"] = extra["spec_name"]
+    if "lmcache.local_cpu" in extra:
+        v = extra["lmcache.local_cpu"]
+        out["lmcache_local_cpu"] = v if isinstance(v, bool) else str(v).lower() in _TRUE
+    return out
+
+
+_TRUE = ("true", "1", "yes", "y", "on")
+
+
 def _convert(kind: Kind, raw: str) -> Any:
     if kind == "tokens":
         return parse_token_count(raw)
@@ -703,6 +864,12 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
         if not spec or not spec[0]:
             continue
         target, kind = spec
+        if target == "kv_transfer_config":
+            if out.kv_transfer_json is None:
+                obj = v if isinstance(v, dict) else _json_value(str(v), None, out.diagnostics, key)
+                if isinstance(obj, dict):
+                    out.kv_transfer_json = obj
+            continue
         if target in out.values:
             continue
         try:
@@ -796,4 +963,53 @@ def env_settings(env: dict[str, str]) -> tuple[dict[str, Any], list[Diagnostic]]
             )
     if env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu":
         values["device"] = "cpu"
+    # VLLM_USE_SIMPLE_KV_OFFLOAD: bool(int(value)) (0.19.0:vllm/envs.py:1666-1668); a value that
+    # is not an integer raises when vLLM reads it
+    raw = env.get("VLLM_USE_SIMPLE_KV_OFFLOAD")
+    if raw is not None and raw.strip() != "":
+        try:
+            values["simple_kv_offload"] = bool(int(raw))
+        except ValueError:
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "not an integer: vLLM raises ValueError when it reads it",
+                    "VLLM_USE_SIMPLE_KV_OFFLOAD",
+                    raw,
+                )
+            )
+    # LMCache reads LMCACHE_<FIELD> (get_env_name, lmcache 0.5.6 v1/config.py:1002-1003):
+    # max_local_cpu_size as float GiB per worker (:96, × 1024**3 in
+    # v1/storage_backend/local_cpu_backend.py:403), local_cpu by _to_bool ("true"/"1")
+    # (v1/config_base.py:128-134).
+    raw = env.get("LMCACHE_MAX_LOCAL_CPU_SIZE")
+    if raw is not None and raw.strip() != "":
+        try:
+            gb = float(raw)
+            if not 0 <= gb <= 1e6:
+                raise ValueError
+            values["lmcache_local_cpu_gb"] = gb
+        except ValueError:
+            diags.append(
+                Diagnostic(
+                    "error",
+                    "not a number of GB; LMCache's default used instead",
+                    "LMCACHE_MAX_LOCAL_CPU_SIZE",
+                    raw,
+                )
+            )
+    raw = env.get("LMCACHE_LOCAL_CPU")
+    if raw is not None:
+        values["lmcache_local_cpu"] = raw.strip().lower() in ("true", "1")
+    if env.get("LMCACHE_CONFIG_FILE"):
+        diags.append(
+            Diagnostic(
+                "info",
+                "LMCache reads its settings from this file first (LMCACHE_* variables "
+                "override it); the file is not read here: LMCache's defaults apply to what the "
+                "variables and --kv-transfer-config do not set",
+                "LMCACHE_CONFIG_FILE",
+                env["LMCACHE_CONFIG_FILE"][:200],
+            )
+        )
     return values, diags
