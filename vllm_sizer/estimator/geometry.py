@@ -54,9 +54,12 @@ QK_NORM_TYPES = {
     "olmo2",
     "qwen3_vl_text",
     "qwen3_vl_moe_text",
-}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm
+    "qwen3_next",
+    "qwen3_5_text",
+    "qwen3_5_moe_text",
+}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm; Qwen3-Next / Qwen3.5 full-attention layers too
 # MoE types whose shared expert has a scalar sigmoid gate (see MoE.shared_expert_gate).
-SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next"}
+SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next", "qwen3_5_moe_text"}
 # Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two;
 # GLM-4-0414 adds post_self_attn_layernorm and post_mlp_layernorm (transformers Glm4DecoderLayer).
 FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
@@ -150,6 +153,31 @@ class MLA(BaseModel, frozen=True):
     v_head_dim: int
 
 
+class LinearAttention(BaseModel, frozen=True):
+    """Gated DeltaNet layers of the hybrid Qwen3-Next / Qwen3.5 stacks (layer_types
+    "linear_attention", or every layer but each full_attention_interval-th). transformers
+    models/qwen3_next/modeling_qwen3_next.py Qwen3NextGatedDeltaNet: in_proj_qkvz
+    Linear(h, 2*key_dim + 2*value_dim), in_proj_ba Linear(h, 2*num_v_heads), depthwise conv1d
+    over 2*key_dim + value_dim channels (no bias), dt_bias and A_log (num_v_heads each),
+    RMSNormGated(head_v_dim), out_proj Linear(value_dim, h); Qwen3.5 splits the same in_proj
+    into in_proj_qkv / in_proj_z / in_proj_b / in_proj_a (models/qwen3_5). They hold a
+    fixed-size recurrent state per sequence, no per-token KV cache."""
+
+    num_layers: int
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    def parameters_per_layer(self, hidden: int) -> int:
+        key_dim = self.num_key_heads * self.key_head_dim
+        value_dim = self.num_value_heads * self.value_head_dim
+        in_proj = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * self.num_value_heads
+        conv = (2 * key_dim + value_dim) * self.conv_kernel
+        return in_proj + conv + 2 * self.num_value_heads + self.value_head_dim + value_dim * hidden
+
+
 class Quantization(BaseModel, frozen=True):
     method: str
     bits: int | None = None
@@ -193,6 +221,9 @@ class ModelGeometry(BaseModel, frozen=True):
     attention_sinks: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
+    linear_attention: LinearAttention | None = None
+    # Qwen3-Next / Qwen3.5 full attention: q_proj also emits a sigmoid output gate (2x q width)
+    attn_output_gate: bool = False
     sliding_window: int | None = None
     sliding_window_layers: int = 0
     quantization: Quantization | None = None
@@ -272,6 +303,7 @@ class ModelGeometry(BaseModel, frozen=True):
             intermediate = int(c["intermediate_size_mlp"])
 
         sliding, sliding_layers = _read_sliding(c, layers, model_type)
+        linear_attention = _read_linear_attention(c, layers)
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
@@ -317,6 +349,9 @@ class ModelGeometry(BaseModel, frozen=True):
             attention_sinks=model_type == "gpt_oss",
             moe=moe,
             mla=mla,
+            linear_attention=linear_attention,
+            attn_output_gate=bool(c.get("attn_output_gate", model_type == "qwen3_next"))
+            and linear_attention is not None,
             sliding_window=sliding,
             sliding_window_layers=sliding_layers,
             quantization=_read_quantization(
@@ -465,6 +500,8 @@ class ModelGeometry(BaseModel, frozen=True):
             )
             return q + kv + self.attn_out_in_width * h
         n = h * self.q_width + 2 * h * self.kv_width + self.attn_out_in_width * h
+        if self.attn_output_gate:
+            n += h * self.q_width
         if self.qkv_bias:
             n += self.q_width + 2 * self.kv_width
         if self.o_bias:
@@ -511,6 +548,19 @@ class ModelGeometry(BaseModel, frozen=True):
             n += self.hidden_size * self.hidden_size + self.hidden_size
         return n
 
+    @property
+    def kv_layers(self) -> int:
+        """Layers that keep a per-token KV cache (hybrid linear-attention layers do not)."""
+        return self.num_layers - (self.linear_attention.num_layers if self.linear_attention else 0)
+
+    def mixer_parameters(self) -> int:
+        """Attention (token-mixing) parameters of all decoder layers."""
+        n = self.kv_layers * self.attention_parameters_per_layer()
+        if self.linear_attention:
+            la = self.linear_attention
+            n += la.num_layers * la.parameters_per_layer(self.hidden_size)
+        return n
+
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
         return (self.norms_per_layer * self.num_layers + 1) * per_norm
@@ -524,7 +574,7 @@ class ModelGeometry(BaseModel, frozen=True):
         mlp, _ = self.mlp_parameters()
         return (
             self.embedding_parameters()
-            + self.num_layers * self.attention_parameters_per_layer()
+            + self.mixer_parameters()
             + mlp
             + self.norm_parameters()
             + self.vision_parameters
@@ -536,7 +586,7 @@ class ModelGeometry(BaseModel, frozen=True):
         total = self.parameter_count()
         if not self.quantization:
             return int(total * dtype_bytes)
-        linear = self.num_layers * self.attention_parameters_per_layer() + self.mlp_parameters()[0]
+        linear = self.mixer_parameters() + self.mlp_parameters()[0]
         if self.quantization.method == "mxfp4" and self.moe:
             # gpt-oss: only the expert weights are MXFP4, attention stays bf16.
             e = self.moe
@@ -547,13 +597,14 @@ class ModelGeometry(BaseModel, frozen=True):
         return int(linear * self.quantization.bytes_per_param + rest * dtype_bytes)
 
     def kv_bytes_per_token(self, kv_dtype_bytes: float) -> int:
-        """KV cache bytes per token over all layers: 2·kv_heads·head_dim per layer, or one latent
-        of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed latent)."""
+        """KV cache bytes per token over the KV layers: 2·kv_heads·head_dim per layer, or one
+        latent of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed
+        latent). Hybrid linear-attention layers keep no per-token cache."""
         if self.mla:
             per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
         else:
             per_layer = 2 * self.kv_width
-        return int(self.num_layers * per_layer * kv_dtype_bytes)
+        return int(self.kv_layers * per_layer * kv_dtype_bytes)
 
 
 def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
@@ -642,6 +693,28 @@ def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[i
     return int(window), layers  # Mistral v0.1 style: all layers windowed
 
 
+def _read_linear_attention(c: Mapping[str, Any], layers: int) -> LinearAttention | None:
+    """Gated DeltaNet layers of Qwen3-Next / Qwen3.5 (configs with linear_num_value_heads)."""
+    if not c.get("linear_num_value_heads"):
+        return None
+    layer_types = c.get("layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        n = sum(1 for t in layer_types if str(t) == "linear_attention")
+    else:  # Qwen3NextConfig: layer i is full attention when (i + 1) % interval == 0
+        interval = int(c.get("full_attention_interval") or 4)
+        n = sum(1 for i in range(layers) if (i + 1) % interval)
+    if not n:
+        return None
+    return LinearAttention(
+        num_layers=n,
+        num_key_heads=int(c.get("linear_num_key_heads") or 16),
+        num_value_heads=int(c["linear_num_value_heads"]),
+        key_head_dim=int(c.get("linear_key_head_dim") or 128),
+        value_head_dim=int(c.get("linear_value_head_dim") or 128),
+        conv_kernel=int(c.get("linear_conv_kernel_dim") or 4),
+    )
+
+
 def _read_quantization(q: Any) -> Quantization | None:
     if not isinstance(q, Mapping):
         return None
@@ -709,8 +782,16 @@ def _vision_parameters(v: Any, model_type: str = "") -> int:
 # qwen2_vl/modeling_qwen2_vl.py (PatchEmbed, Qwen2VLVisionBlock, VisionMlp, PatchMerger),
 # qwen2_5_vl/modeling_qwen2_5_vl.py (Qwen2_5_VLVisionBlock with a gated MLP and RMSNorm,
 # Qwen2_5_VLPatchMerger), qwen3_vl/modeling_qwen3_vl.py (Qwen3VLVisionPatchEmbed with bias,
-# learned pos_embed, Qwen3VLVisionMLP, merger + one deepstack merger per deepstack index).
-QWEN_VL_TOWER_TYPES = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"}
+# learned pos_embed, Qwen3VLVisionMLP, merger + one deepstack merger per deepstack index);
+# Qwen3.5 (qwen3_5/modeling_qwen3_5.py) reuses the Qwen3-VL tower.
+QWEN_VL_TOWER_TYPES = {
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "qwen3_5",
+    "qwen3_5_moe",
+}
 
 
 def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
@@ -744,7 +825,7 @@ def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
         mlp = 2 * h * inter + inter + h  # fc1/fc2 with bias
         norms = 4 * h  # two LayerNorms (weight + bias)
         patch_embed = channels * temporal * patch * patch * h
-    else:  # qwen3_vl, qwen3_vl_moe
+    else:  # qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe
         mlp = 2 * h * inter + inter + h
         norms = 4 * h
         patch_embed = channels * temporal * patch * patch * h + h  # Conv3d with bias
