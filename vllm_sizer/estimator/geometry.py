@@ -291,7 +291,11 @@ class ModelGeometry(BaseModel, frozen=True):
                 q_lora_rank=int(c["q_lora_rank"]) if c.get("q_lora_rank") else None,
                 qk_nope_head_dim=int(c.get("qk_nope_head_dim") or 128),
                 qk_rope_head_dim=int(c.get("qk_rope_head_dim") or 64),
-                v_head_dim=int(c.get("v_head_dim") or 128),
+                # MiniCPM3 has no v_head_dim key: modeling_minicpm.py MiniCPMAttention sets
+                # v_head_dim = hidden_size // num_attention_heads (64 for MiniCPM3-4B)
+                v_head_dim=int(
+                    c.get("v_head_dim") or (hidden // heads if model_type == "minicpm3" else 128)
+                ),
             )
 
         moe = _read_moe(c, layers, intermediate, model_type)
