@@ -63,6 +63,9 @@ SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next", "qwen3_5_moe_text"}
 # Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two;
 # GLM-4-0414 adds post_self_attn_layernorm and post_mlp_layernorm (transformers Glm4DecoderLayer).
 FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
+# q/k RMSNorm per head only when the config's use_qk_norm says so (Glm4MoeAttention; Hunyuan
+# remote code HunYuanAttention.query_layernorm / key_layernorm).
+QK_NORM_FLAG_TYPES = {"glm4_moe", "hunyuan", "hunyuan_v1_moe", "hunyuan_v1_dense"}
 # attention_bias puts a bias on q/k/v only, o_proj has none: transformers Glm4Attention and
 # Glm4MoeAttention (o_proj bias=False); Glm4MoeAttention also has q/k RMSNorm when use_qk_norm.
 QKV_ONLY_BIAS_TYPES = {"glm4", "glm4_moe"}
@@ -340,7 +343,7 @@ class ModelGeometry(BaseModel, frozen=True):
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
-            or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
+            or (model_type in QK_NORM_FLAG_TYPES and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type
             in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES | ENCODER_TYPES,
@@ -643,14 +646,30 @@ def _int_or_none(v: Any) -> int | None:
         return None
 
 
+def _widest(v: Any) -> Any:
+    """Hunyuan configs give some MoE sizes per layer (lists); the widest layer's value."""
+    if isinstance(v, list):
+        return max((int(x) for x in v), default=None)
+    return v
+
+
 def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: str) -> MoE | None:
     experts = c.get("num_experts") or c.get("num_local_experts") or c.get("n_routed_experts")
     if not experts or int(experts) <= 1:
         return None
     experts = int(experts)
-    per_tok = int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 2)
-    expert_inter = int(c.get("moe_intermediate_size") or intermediate)
+    per_tok = int(
+        c.get("num_experts_per_tok")
+        or c.get("experts_per_token")
+        or _widest(c.get("moe_topk"))
+        or 2
+    )
+    expert_inter = int(_widest(c.get("moe_intermediate_size")) or intermediate)
     shared = int(c.get("shared_expert_intermediate_size") or 0)
+    if not shared and c.get("use_mixed_mlp_moe") and c.get("num_shared_expert"):
+        # Hunyuan MoE: the shared MLP is intermediate_size * num_shared_expert[0] wide
+        # (modeling_hunyuan.py HunYuanMLP(is_shared_mlp=True), Tencent-Hunyuan/Hunyuan-A13B)
+        shared = int(_widest(c["num_shared_expert"])) * intermediate
     if model_type == "llama4_text":
         # Llama4TextMoe always holds one shared expert Llama4TextMLP(config) of intermediate_size.
         shared = expert_inter
