@@ -130,6 +130,17 @@ TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 2048,
         "tie_word_embeddings": False,
     },
+    # transformers Qwen2Config defaults (Qwen2-Audio's text_config lists only a few keys)
+    "qwen2": {
+        "vocab_size": 151936,
+        "hidden_size": 4096,
+        "intermediate_size": 22016,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "max_position_embeddings": 32768,
+        "tie_word_embeddings": False,
+    },
 }
 
 
@@ -230,7 +241,7 @@ class ModelGeometry(BaseModel, frozen=True):
     sliding_window: int | None = None
     sliding_window_layers: int = 0
     quantization: Quantization | None = None
-    vision_parameters: int = 0  # rough count of a vision tower (multimodal configs)
+    vision_parameters: int = 0  # vision (or audio) encoder tower of multimodal configs
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -368,7 +379,8 @@ class ModelGeometry(BaseModel, frozen=True):
                 top.get("vision_config")
                 or (PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
                 str(top.get("model_type") or "").lower(),
-            ),
+            )
+            + _audio_parameters(top.get("audio_config"), str(top.get("model_type") or ""), hidden),
         )
 
     # ------------------------------------------------------------------ shapes
@@ -799,6 +811,25 @@ def _vision_parameters(v: Any, model_type: str = "") -> int:
     inter = int(v.get("intermediate_size") or 4 * h)
     patch = int(v.get("patch_size") or 14)
     return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h
+
+
+def _audio_parameters(a: Any, model_type: str, text_hidden: int) -> int:
+    """Qwen2-Audio's Whisper-style encoder and projector, from transformers
+    models/qwen2_audio/modeling_qwen2_audio.py: conv1 Conv1d(num_mel_bins, d, 3) and conv2
+    Conv1d(d, d, 3) with bias, embed_positions Embedding(max_source_positions, d), per layer
+    k_proj (no bias) + q/v/out_proj (bias), two LayerNorms, fc1/fc2 (bias), a final LayerNorm,
+    and Qwen2AudioMultiModalProjector Linear(d, text hidden, bias). Missing keys take the
+    Qwen2AudioEncoderConfig defaults."""
+    if model_type.lower() != "qwen2_audio" or not isinstance(a, Mapping):
+        return 0
+    d = int(a.get("d_model") or 1280)
+    ffn = int(a.get("encoder_ffn_dim") or 5120)
+    layers = int(a.get("encoder_layers") or 32)
+    mel = int(a.get("num_mel_bins") or 128)
+    positions = int(a.get("max_source_positions") or 1500)
+    conv = mel * d * 3 + d + d * d * 3 + d
+    layer = (4 * d * d + 3 * d) + 2 * d + (d * ffn + ffn) + (ffn * d + d) + 2 * d
+    return conv + positions * d + layers * layer + 2 * d + d * text_hidden + text_hidden
 
 
 # Qwen-VL vision towers, one formula per family, from the transformers modeling files:
