@@ -99,3 +99,36 @@ def test_plain_models_have_no_linear_attention():
     }
     g = ModelGeometry.from_hf_config(cfg)
     assert g.linear_attention is None and not g.attn_output_gate and g.kv_layers == 28
+
+
+# MiniMaxAI/MiniMax-M1 config.json, the keys geometry reads (the official release repository
+# MiniMax-AI/MiniMax-M1@4917af1b9b77cdf6fafa78f31779fdb20cc18e79 config.json): attn_type_list 0 = lightning attention,
+# 1 = softmax attention (modeling_minimax_m1.py MiniMaxM1Model).
+MINIMAX_M1 = {
+    "architectures": ["MiniMaxM1ForCausalLM"],
+    "model_type": "minimax_m1",
+    "attn_type_list": ([0] * 7 + [1]) * 10,
+    "head_dim": 128,
+    "hidden_size": 6144,
+    "intermediate_size": 9216,
+    "num_attention_heads": 64,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 80,
+    "num_key_value_heads": 8,
+    "num_local_experts": 32,
+    "shared_intermediate_size": 0,
+    "tie_word_embeddings": False,
+    "vocab_size": 200064,
+}
+
+
+def test_minimax_lightning_layers_carry_output_gate_and_full_width_qkv():
+    # README: "a total of 456 billion parameters"; 70 lightning layers hold qkv_proj(6144,
+    # 3*8192), output_gate(6144, 8192), out_proj(8192, 6144) and RMSNorm(8192) - counting them as
+    # 8-KV-head softmax attention gives 446.4B. Only the 10 softmax layers keep a KV cache.
+    g = ModelGeometry.from_hf_config(MINIMAX_M1)
+    la = g.linear_attention
+    assert la and la.kind == "lightning" and la.num_layers == 70 and g.kv_layers == 10
+    assert la.parameters_per_layer(6144) == 4 * 6144 * 8192 + 8192 * 6144 + 8192
+    assert abs(g.parameter_count() / 456e9 - 1) < 0.001
+    assert g.kv_bytes_per_token(2) == 10 * 2 * 8 * 128 * 2

@@ -175,8 +175,12 @@ class LinearAttention(BaseModel, frozen=True):
     over 2*key_dim + value_dim channels (no bias), dt_bias and A_log (num_v_heads each),
     RMSNormGated(head_v_dim), out_proj Linear(value_dim, h); Qwen3.5 splits the same in_proj
     into in_proj_qkv / in_proj_z / in_proj_b / in_proj_a (models/qwen3_5). They hold a
-    fixed-size recurrent state per sequence, no per-token KV cache."""
+    fixed-size recurrent state per sequence, no per-token KV cache.
+    kind "lightning": MiniMax-M1 / MiniMax-Text-01 lightning attention (attn_type_list 0),
+    remote code modeling_minimax_m1.py MiniMaxM1LightningAttention: qkv_proj Linear(h, 3*H*d),
+    output_gate Linear(h, H*d), out_proj Linear(H*d, h), RMSNorm(H*d), no biases."""
 
+    kind: str = "gated_deltanet"
     num_layers: int
     num_key_heads: int
     num_value_heads: int
@@ -185,6 +189,9 @@ class LinearAttention(BaseModel, frozen=True):
     conv_kernel: int
 
     def parameters_per_layer(self, hidden: int) -> int:
+        if self.kind == "lightning":
+            width = self.num_value_heads * self.value_head_dim
+            return 4 * hidden * width + width * hidden + width
         key_dim = self.num_key_heads * self.key_head_dim
         value_dim = self.num_value_heads * self.value_head_dim
         in_proj = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * self.num_value_heads
@@ -729,7 +736,24 @@ def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[i
 
 
 def _read_linear_attention(c: Mapping[str, Any], layers: int) -> LinearAttention | None:
-    """Gated DeltaNet layers of Qwen3-Next / Qwen3.5 (configs with linear_num_value_heads)."""
+    """Gated DeltaNet layers of Qwen3-Next / Qwen3.5 (configs with linear_num_value_heads), or
+    MiniMax lightning-attention layers (attn_type_list entries 0; MiniMax-M2 lists none)."""
+    types = c.get("attn_type_list")
+    if isinstance(types, list) and types and not c.get("linear_num_value_heads"):
+        n = sum(1 for t in types[:layers] if int(t) == 0)
+        heads = int(c.get("num_attention_heads") or 0)
+        head_dim = int(c.get("head_dim") or (int(c.get("hidden_size") or 0) // max(heads, 1)))
+        if not n or not heads:
+            return None
+        return LinearAttention(
+            kind="lightning",
+            num_layers=n,
+            num_key_heads=heads,
+            num_value_heads=heads,
+            key_head_dim=head_dim,
+            value_head_dim=head_dim,
+            conv_kernel=0,
+        )
     if not c.get("linear_num_value_heads"):
         return None
     layer_types = c.get("layer_types")
