@@ -879,13 +879,16 @@ def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
                 return int(v[k])
         return default
 
-    depth = num("depth", "num_hidden_layers")
+    # Qwen2-VL configs may list only non-default vision keys (Qwen/Qwen2-VL-2B-Instruct-AWQ:
+    # hidden_size, in_chans, spatial_patch_size): transformers Qwen2VLVisionConfig defaults
+    # depth 32, embed_dim 1280, mlp_ratio 4 fill the rest.
+    depth = num("depth", "num_hidden_layers", default=32 if model_type == "qwen2_vl" else 0)
     channels = num("in_chans", "in_channels", default=3)
     patch = num("patch_size", "spatial_patch_size", default=14)
     temporal = num("temporal_patch_size", default=2)
     merge = num("spatial_merge_size", default=2)
     if model_type == "qwen2_vl":
-        h = num("embed_dim")
+        h = num("embed_dim", default=1280)
         out = num("hidden_size")
         inter = int(h * float(v.get("mlp_ratio") or 4))
     else:
