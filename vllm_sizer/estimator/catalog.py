@@ -141,7 +141,21 @@ SIGNATURE_KEYS = (
 )
 
 
+# Other spellings of a signature key (ChatGLM configs: num_layers, padded_vocab_size), so two
+# configs of one geometry that name a field differently (THUDM/glm-4-9b lists num_layers only,
+# glm-4-9b-chat both) share a signature.
+SIGNATURE_ALIASES = {"num_hidden_layers": ("num_layers",), "vocab_size": ("padded_vocab_size",)}
+
+
 def geometry_signature(config: dict[str, Any]) -> list[Any]:
     text = config.get("text_config")
     c = {**config, **text} if isinstance(text, dict) else config
-    return [c.get(k) for k in SIGNATURE_KEYS]
+
+    def value(k: str) -> Any:
+        v = c.get(k)
+        for alias in SIGNATURE_ALIASES.get(k, ()):
+            if v is None:
+                v = c.get(alias)
+        return v
+
+    return [value(k) for k in SIGNATURE_KEYS]

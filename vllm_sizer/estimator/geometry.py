@@ -64,12 +64,18 @@ QK_NORM_TYPES = {
     "olmo2",
     "qwen3_vl_text",
     "qwen3_vl_moe_text",
-}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm
+    "qwen3_next",
+    "qwen3_5_text",
+    "qwen3_5_moe_text",
+}  # Qwen3-VL text: Qwen3VLTextAttention.q_norm; Qwen3-Next / Qwen3.5 full-attention layers too
 # MoE types whose shared expert has a scalar sigmoid gate (see MoE.shared_expert_gate).
-SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next"}
+SHARED_EXPERT_GATE_TYPES = {"qwen2_moe", "qwen3_next", "qwen3_5_moe_text"}
 # Gemma 2/3 decoder layers hold four norms (input, post-attn, pre-ffn, post-ffn), others two;
 # GLM-4-0414 adds post_self_attn_layernorm and post_mlp_layernorm (transformers Glm4DecoderLayer).
 FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
+# q/k RMSNorm per head only when the config's use_qk_norm says so (Glm4MoeAttention; Hunyuan
+# remote code HunYuanAttention.query_layernorm / key_layernorm).
+QK_NORM_FLAG_TYPES = {"glm4_moe", "hunyuan", "hunyuan_v1_moe", "hunyuan_v1_dense"}
 # attention_bias puts a bias on q/k/v only, o_proj has none: transformers Glm4Attention and
 # Glm4MoeAttention (o_proj bias=False); Glm4MoeAttention also has q/k RMSNorm when use_qk_norm.
 QKV_ONLY_BIAS_TYPES = {"glm4", "glm4_moe"}
@@ -162,6 +168,17 @@ TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 2048,
         "tie_word_embeddings": False,
     },
+    # transformers Qwen2Config defaults (Qwen2-Audio's text_config lists only a few keys)
+    "qwen2": {
+        "vocab_size": 151936,
+        "hidden_size": 4096,
+        "intermediate_size": 22016,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "max_position_embeddings": 32768,
+        "tie_word_embeddings": False,
+    },
 }
 
 
@@ -186,6 +203,38 @@ class MLA(BaseModel, frozen=True):
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+
+
+class LinearAttention(BaseModel, frozen=True):
+    """Gated DeltaNet layers of the hybrid Qwen3-Next / Qwen3.5 stacks (layer_types
+    "linear_attention", or every layer but each full_attention_interval-th). transformers
+    models/qwen3_next/modeling_qwen3_next.py Qwen3NextGatedDeltaNet: in_proj_qkvz
+    Linear(h, 2*key_dim + 2*value_dim), in_proj_ba Linear(h, 2*num_v_heads), depthwise conv1d
+    over 2*key_dim + value_dim channels (no bias), dt_bias and A_log (num_v_heads each),
+    RMSNormGated(head_v_dim), out_proj Linear(value_dim, h); Qwen3.5 splits the same in_proj
+    into in_proj_qkv / in_proj_z / in_proj_b / in_proj_a (models/qwen3_5). They hold a
+    fixed-size recurrent state per sequence, no per-token KV cache.
+    kind "lightning": MiniMax-M1 / MiniMax-Text-01 lightning attention (attn_type_list 0),
+    remote code modeling_minimax_m1.py MiniMaxM1LightningAttention: qkv_proj Linear(h, 3*H*d),
+    output_gate Linear(h, H*d), out_proj Linear(H*d, h), RMSNorm(H*d), no biases."""
+
+    kind: str = "gated_deltanet"
+    num_layers: int
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    def parameters_per_layer(self, hidden: int) -> int:
+        if self.kind == "lightning":
+            width = self.num_value_heads * self.value_head_dim
+            return 4 * hidden * width + width * hidden + width
+        key_dim = self.num_key_heads * self.key_head_dim
+        value_dim = self.num_value_heads * self.value_head_dim
+        in_proj = hidden * (2 * key_dim + 2 * value_dim) + hidden * 2 * self.num_value_heads
+        conv = (2 * key_dim + value_dim) * self.conv_kernel
+        return in_proj + conv + 2 * self.num_value_heads + self.value_head_dim + value_dim * hidden
 
 
 class Quantization(BaseModel, frozen=True):
@@ -231,10 +280,13 @@ class ModelGeometry(BaseModel, frozen=True):
     attention_sinks: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
+    linear_attention: LinearAttention | None = None
+    # Qwen3-Next / Qwen3.5 full attention: q_proj also emits a sigmoid output gate (2x q width)
+    attn_output_gate: bool = False
     sliding_window: int | None = None
     sliding_window_layers: int = 0
     quantization: Quantization | None = None
-    vision_parameters: int = 0  # rough count of a vision tower (multimodal configs)
+    vision_parameters: int = 0  # vision (or audio) encoder tower of multimodal configs
     # Llama-Nemotron NAS (DeciLM block_configs): layers that keep attention (the others hold
     # no attention and no KV cache), each layer's MLP width (0 = no MLP), and blocks replaced
     # by one Linear(h, h). None / () / 0 for every other model.
@@ -313,7 +365,11 @@ class ModelGeometry(BaseModel, frozen=True):
                 q_lora_rank=int(c["q_lora_rank"]) if c.get("q_lora_rank") else None,
                 qk_nope_head_dim=int(c.get("qk_nope_head_dim") or 128),
                 qk_rope_head_dim=int(c.get("qk_rope_head_dim") or 64),
-                v_head_dim=int(c.get("v_head_dim") or 128),
+                # MiniCPM3 has no v_head_dim key: modeling_minicpm.py MiniCPMAttention sets
+                # v_head_dim = hidden_size // num_attention_heads (64 for MiniCPM3-4B)
+                v_head_dim=int(
+                    c.get("v_head_dim") or (hidden // heads if model_type == "minicpm3" else 128)
+                ),
             )
 
         moe = _read_moe(c, layers, intermediate, model_type)
@@ -325,6 +381,7 @@ class ModelGeometry(BaseModel, frozen=True):
             intermediate = int(c["intermediate_size_mlp"])
 
         sliding, sliding_layers = _read_sliding(c, layers, model_type)
+        linear_attention = _read_linear_attention(c, layers)
         nas = _read_nas_blocks(c, hidden, heads)
         if nas:
             kv_heads, attention_layers, mlp_widths, linear_blocks = nas
@@ -368,7 +425,7 @@ class ModelGeometry(BaseModel, frozen=True):
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
-            or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
+            or (model_type in QK_NORM_FLAG_TYPES and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type
             in {"opt", "gpt2", "gpt_neox", "phi", "bloom"}
@@ -384,6 +441,9 @@ class ModelGeometry(BaseModel, frozen=True):
             attention_sinks=model_type == "gpt_oss",
             moe=moe,
             mla=mla,
+            linear_attention=linear_attention,
+            attn_output_gate=bool(c.get("attn_output_gate", model_type == "qwen3_next"))
+            and linear_attention is not None,
             sliding_window=sliding,
             sliding_window_layers=sliding_layers,
             quantization=_read_quantization(
@@ -401,7 +461,8 @@ class ModelGeometry(BaseModel, frozen=True):
                 ),
                 str(top.get("model_type") or "").lower(),
                 text_hidden=hidden,
-            ),
+            )
+            + _audio_parameters(top.get("audio_config"), str(top.get("model_type") or ""), hidden),
             attention_layers=attention_layers,
             mlp_widths=mlp_widths,
             linear_blocks=linear_blocks,
@@ -543,6 +604,8 @@ class ModelGeometry(BaseModel, frozen=True):
             )
             return q + kv + self.attn_out_in_width * h
         n = h * self.q_width + 2 * h * self.kv_width + self.attn_out_in_width * h
+        if self.attn_output_gate:
+            n += h * self.q_width
         if self.qkv_bias:
             n += self.q_width + 2 * self.kv_width
         if self.o_bias:
@@ -560,12 +623,20 @@ class ModelGeometry(BaseModel, frozen=True):
     @property
     def num_attention_layers(self) -> int:
         """Decoder layers that hold attention (and a KV cache)."""
-        return self.num_layers if self.attention_layers is None else self.attention_layers
+        if self.attention_layers is not None:
+            return self.attention_layers
+        return self.num_layers - (self.linear_attention.num_layers if self.linear_attention else 0)
 
     def _attention_and_linear_parameters(self) -> int:
         return (
             self.num_attention_layers * self.attention_parameters_per_layer()
             + self.linear_blocks * self.hidden_size * self.hidden_size
+            + (
+                self.linear_attention.num_layers
+                * self.linear_attention.parameters_per_layer(self.hidden_size)
+                if self.linear_attention
+                else 0
+            )
         )
 
     def _mlp_parameters(self, width: int) -> int:
@@ -602,6 +673,11 @@ class ModelGeometry(BaseModel, frozen=True):
         if self.pooler:
             n += self.hidden_size * self.hidden_size + self.hidden_size
         return n
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers that keep a per-token KV cache (hybrid linear-attention layers do not)."""
+        return self.num_attention_layers
 
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
@@ -640,8 +716,9 @@ class ModelGeometry(BaseModel, frozen=True):
         return int(linear * self.quantization.bytes_per_param + rest * dtype_bytes)
 
     def kv_bytes_per_token(self, kv_dtype_bytes: float) -> int:
-        """KV cache bytes per token over all layers: 2·kv_heads·head_dim per layer, or one latent
-        of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed latent)."""
+        """KV cache bytes per token over the KV layers: 2·kv_heads·head_dim per layer, or one
+        latent of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed
+        latent). Hybrid linear-attention layers keep no per-token cache."""
         if self.mla:
             per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
         else:
@@ -736,14 +813,30 @@ def _int_or_none(v: Any) -> int | None:
         return None
 
 
+def _widest(v: Any) -> Any:
+    """Hunyuan configs give some MoE sizes per layer (lists); the widest layer's value."""
+    if isinstance(v, list):
+        return max((int(x) for x in v), default=None)
+    return v
+
+
 def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: str) -> MoE | None:
     experts = c.get("num_experts") or c.get("num_local_experts") or c.get("n_routed_experts")
     if not experts or int(experts) <= 1:
         return None
     experts = int(experts)
-    per_tok = int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 2)
-    expert_inter = int(c.get("moe_intermediate_size") or intermediate)
+    per_tok = int(
+        c.get("num_experts_per_tok")
+        or c.get("experts_per_token")
+        or _widest(c.get("moe_topk"))
+        or 2
+    )
+    expert_inter = int(_widest(c.get("moe_intermediate_size")) or intermediate)
     shared = int(c.get("shared_expert_intermediate_size") or 0)
+    if not shared and c.get("use_mixed_mlp_moe") and c.get("num_shared_expert"):
+        # Hunyuan MoE: the shared MLP is intermediate_size * num_shared_expert[0] wide
+        # (modeling_hunyuan.py HunYuanMLP(is_shared_mlp=True), Tencent-Hunyuan/Hunyuan-A13B)
+        shared = int(_widest(c["num_shared_expert"])) * intermediate
     if model_type == "llama4_text":
         # Llama4TextMoe always holds one shared expert Llama4TextMLP(config) of intermediate_size.
         shared = expert_inter
@@ -852,6 +945,45 @@ def _read_sliding(c: Mapping[str, Any], layers: int, model_type: str) -> tuple[i
     return int(window), layers  # Mistral v0.1 style: all layers windowed
 
 
+def _read_linear_attention(c: Mapping[str, Any], layers: int) -> LinearAttention | None:
+    """Gated DeltaNet layers of Qwen3-Next / Qwen3.5 (configs with linear_num_value_heads), or
+    MiniMax lightning-attention layers (attn_type_list entries 0; MiniMax-M2 lists none)."""
+    types = c.get("attn_type_list")
+    if isinstance(types, list) and types and not c.get("linear_num_value_heads"):
+        n = sum(1 for t in types[:layers] if int(t) == 0)
+        heads = int(c.get("num_attention_heads") or 0)
+        head_dim = int(c.get("head_dim") or (int(c.get("hidden_size") or 0) // max(heads, 1)))
+        if not n or not heads:
+            return None
+        return LinearAttention(
+            kind="lightning",
+            num_layers=n,
+            num_key_heads=heads,
+            num_value_heads=heads,
+            key_head_dim=head_dim,
+            value_head_dim=head_dim,
+            conv_kernel=0,
+        )
+    if not c.get("linear_num_value_heads"):
+        return None
+    layer_types = c.get("layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        n = sum(1 for t in layer_types if str(t) == "linear_attention")
+    else:  # Qwen3NextConfig: layer i is full attention when (i + 1) % interval == 0
+        interval = int(c.get("full_attention_interval") or 4)
+        n = sum(1 for i in range(layers) if (i + 1) % interval)
+    if not n:
+        return None
+    return LinearAttention(
+        num_layers=n,
+        num_key_heads=int(c.get("linear_num_key_heads") or 16),
+        num_value_heads=int(c["linear_num_value_heads"]),
+        key_head_dim=int(c.get("linear_key_head_dim") or 128),
+        value_head_dim=int(c.get("linear_value_head_dim") or 128),
+        conv_kernel=int(c.get("linear_conv_kernel_dim") or 4),
+    )
+
+
 def _read_quantization(q: Any) -> Quantization | None:
     if not isinstance(q, Mapping):
         return None
@@ -945,12 +1077,39 @@ def _gemma3_projector_parameters(v: Mapping[str, Any], text_hidden: int) -> int:
     return h * text_hidden + h
 
 
+def _audio_parameters(a: Any, model_type: str, text_hidden: int) -> int:
+    """Qwen2-Audio's Whisper-style encoder and projector, from transformers
+    models/qwen2_audio/modeling_qwen2_audio.py: conv1 Conv1d(num_mel_bins, d, 3) and conv2
+    Conv1d(d, d, 3) with bias, embed_positions Embedding(max_source_positions, d), per layer
+    k_proj (no bias) + q/v/out_proj (bias), two LayerNorms, fc1/fc2 (bias), a final LayerNorm,
+    and Qwen2AudioMultiModalProjector Linear(d, text hidden, bias). Missing keys take the
+    Qwen2AudioEncoderConfig defaults."""
+    if model_type.lower() != "qwen2_audio" or not isinstance(a, Mapping):
+        return 0
+    d = int(a.get("d_model") or 1280)
+    ffn = int(a.get("encoder_ffn_dim") or 5120)
+    layers = int(a.get("encoder_layers") or 32)
+    mel = int(a.get("num_mel_bins") or 128)
+    positions = int(a.get("max_source_positions") or 1500)
+    conv = mel * d * 3 + d + d * d * 3 + d
+    layer = (4 * d * d + 3 * d) + 2 * d + (d * ffn + ffn) + (ffn * d + d) + 2 * d
+    return conv + positions * d + layers * layer + 2 * d + d * text_hidden + text_hidden
+
+
 # Qwen-VL vision towers, one formula per family, from the transformers modeling files:
 # qwen2_vl/modeling_qwen2_vl.py (PatchEmbed, Qwen2VLVisionBlock, VisionMlp, PatchMerger),
 # qwen2_5_vl/modeling_qwen2_5_vl.py (Qwen2_5_VLVisionBlock with a gated MLP and RMSNorm,
 # Qwen2_5_VLPatchMerger), qwen3_vl/modeling_qwen3_vl.py (Qwen3VLVisionPatchEmbed with bias,
-# learned pos_embed, Qwen3VLVisionMLP, merger + one deepstack merger per deepstack index).
-QWEN_VL_TOWER_TYPES = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"}
+# learned pos_embed, Qwen3VLVisionMLP, merger + one deepstack merger per deepstack index);
+# Qwen3.5 (qwen3_5/modeling_qwen3_5.py) reuses the Qwen3-VL tower.
+QWEN_VL_TOWER_TYPES = {
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "qwen3_5",
+    "qwen3_5_moe",
+}
 
 
 def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
@@ -960,13 +1119,16 @@ def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
                 return int(v[k])
         return default
 
-    depth = num("depth", "num_hidden_layers")
+    # Qwen2-VL configs may list only non-default vision keys (Qwen/Qwen2-VL-2B-Instruct-AWQ:
+    # hidden_size, in_chans, spatial_patch_size): transformers Qwen2VLVisionConfig defaults
+    # depth 32, embed_dim 1280, mlp_ratio 4 fill the rest.
+    depth = num("depth", "num_hidden_layers", default=32 if model_type == "qwen2_vl" else 0)
     channels = num("in_chans", "in_channels", default=3)
     patch = num("patch_size", "spatial_patch_size", default=14)
     temporal = num("temporal_patch_size", default=2)
     merge = num("spatial_merge_size", default=2)
     if model_type == "qwen2_vl":
-        h = num("embed_dim")
+        h = num("embed_dim", default=1280)
         out = num("hidden_size")
         inter = int(h * float(v.get("mlp_ratio") or 4))
     else:
@@ -984,7 +1146,7 @@ def _qwen_vl_vision_parameters(v: Mapping[str, Any], model_type: str) -> int:
         mlp = 2 * h * inter + inter + h  # fc1/fc2 with bias
         norms = 4 * h  # two LayerNorms (weight + bias)
         patch_embed = channels * temporal * patch * patch * h
-    else:  # qwen3_vl, qwen3_vl_moe
+    else:  # qwen3_vl, qwen3_vl_moe, qwen3_5, qwen3_5_moe
         mlp = 2 * h * inter + inter + h
         norms = 4 * h
         patch_embed = channels * temporal * patch * patch * h + h  # Conv3d with bias

@@ -181,7 +181,8 @@ def rope_cache_bytes(g: ModelGeometry, dtype_bytes: float) -> int:
 
 def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int, pp: int) -> float:
     """KV bytes one rank stores per token: its stage's layers, its share of the KV heads
-    (heads are replicated when TP > kv_heads; MLA's latent is not split by TP)."""
+    (heads are replicated when TP > kv_heads; MLA's latent is not split by TP); hybrid
+    linear-attention layers hold no per-token KV."""
     layers = math.ceil(g.num_attention_layers / pp)
     if g.mla:
         per_layer = g.mla.kv_lora_rank + g.mla.qk_rope_head_dim

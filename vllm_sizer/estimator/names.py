@@ -180,7 +180,10 @@ def _name_tables() -> tuple[dict[str, list[str]], dict[tuple[str, ...], list[str
 
 
 def _signature(model_id: str) -> tuple[Any, ...]:
-    return tuple(catalog.index_row(model_id)["signature"])
+    # per-layer lists (Hunyuan's moe_intermediate_size) made hashable
+    return tuple(
+        tuple(v) if isinstance(v, list) else v for v in catalog.index_row(model_id)["signature"]
+    )
 
 
 def _plain(tokens: list[str]) -> set[str]:
