@@ -9,6 +9,8 @@ Generated files:
   vllm_sizer.operator.webhook.configurations (the Python builder is the source of truth);
 - helm/vllm-sizer/files/served-resources.yaml: the served kinds (webhook rules, the
   controller's watches and RBAC), from the kinds table vllm_sizer/workloads/kinds.py;
+- the rules of manifests/audit-rbac.yaml and the chart's audit ClusterRole, from
+  vllm_sizer.cli.audit.RBAC_RULES (the kinds table);
 - manifests/install.yaml: a Namespace, then `helm template vllm-sizer helm/vllm-sizer
   --namespace vllm-sizer` with default values, in Helm's install order;
 - manifests/kustomization.yaml;
@@ -236,6 +238,29 @@ def kustomization_yaml() -> str:
               "resources:\n  - install.yaml\n")
 
 
+AUDIT_RBAC_FILES = (MANIFESTS_DIR / "audit-rbac.yaml",
+                    CHART_DIR / "templates" / "audit-clusterrole.yaml")
+
+
+def with_audit_rules(text: str) -> str:
+    """The file with its `rules:` block replaced by vllm_sizer.cli.audit.RBAC_RULES (the one
+    list of what `vllm-sizer audit` gets and lists, from the kinds table)."""
+    from vllm_sizer.cli.audit import RBAC_RULES
+
+    def q(items: list[str]) -> str:
+        return "[" + ", ".join(f'"{i}"' for i in items) + "]"
+
+    block = "rules:\n" + "".join(
+        f"  - apiGroups: {q(r['apiGroups'])}\n    resources: {q(r['resources'])}\n"
+        f"    verbs: {q(r['verbs'])}\n" for r in RBAC_RULES)
+    start = text.index("rules:\n")
+    end = start + len("rules:\n")
+    lines = text[end:].splitlines(keepends=True)
+    while lines and lines[0].startswith("  "):
+        end += len(lines.pop(0))
+    return text[:start] + block + text[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true",
@@ -262,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         emit(MATCH_CONDITIONS_FILE, conditions)
         emit(SERVED_RESOURCES_FILE, served_resources_yaml())
+        for path in AUDIT_RBAC_FILES:
+            emit(path, with_audit_rules(path.read_text()))
     if args.check and stale:
         print("out of date: " + ", ".join(stale), file=sys.stderr)
         return 1

@@ -190,9 +190,22 @@ def test_a_local_model_path_takes_the_id_an_init_container_downloads_into_it():
     assert w.model == "Qwen/Qwen3-8B"
 
 
-def test_no_id_is_taken_from_a_download_of_another_name_or_two_orgs():
+def test_the_directory_a_download_writes_pairs_the_id_with_the_path():
+    # --local-dir names the directory: the repo id of the same command is the model there,
+    # whatever the directory is called (kthena's downloader: --source hf://.. --output-dir)
     (w,) = read_workloads(_pod_with_init(
         ["huggingface-cli", "download", "Qwen/Qwen3-8B", "--local-dir", "/models/other"],
+        "/models/other"))
+    assert w.model == "Qwen/Qwen3-8B"
+    (w,) = read_workloads(_pod_with_init(
+        ["downloader", "--source", "hf://Qwen/Qwen3-0.6B", "--output-dir", "/tmp/cache/Qwen3"],
+        "/tmp/cache/Qwen3"))
+    assert w.model == "Qwen/Qwen3-0.6B"
+
+
+def test_no_id_is_taken_from_a_download_elsewhere_or_two_orgs():
+    (w,) = read_workloads(_pod_with_init(
+        ["huggingface-cli", "download", "Qwen/Qwen3-8B", "--local-dir", "/models/elsewhere"],
         "/models/other"))
     assert w.model == "/models/other"
     (w,) = read_workloads(_pod_with_init(

@@ -5,7 +5,8 @@
 1. exact: the id or an alias, case-insensitive; `hf://`, `huggingface://`, any `scheme://`,
    `https://huggingface.co/`, `@revision` and trailing `/` are ignored. No note.
 2. path: a local path or storage URI ending in `org/name` (`/models/Qwen/Qwen3-8B`,
-   `s3://bucket/meta-llama/Llama-3.1-8B`).
+   `s3://bucket/meta-llama/Llama-3.1-8B`), or holding a Hugging Face cache directory
+   `models--org--name` (`~/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/abc`).
 3. GGUF is refused: a GGUF file carries its own tensor types and vLLM reads the geometry from
    it, so no catalog entry is right for it (`cannot size`, with the reason).
 4. same name, other org (re-uploads and mirrors: `unsloth/Llama-3.2-1B-Instruct`).
@@ -250,6 +251,19 @@ def _resolve(name: str) -> ModelResolution:
     parts = [p for p in key.split("/") if p]
     if not parts:
         return ModelResolution(name, None, None, "none")
+    cached = _hub_cache_id(parts)
+    if cached is not None:
+        found = catalog.exact_id(cached)
+        if found is not None:
+            return ModelResolution(
+                name,
+                found,
+                catalog.entry(found)["config"],
+                "path",
+                note=f"model path {name!r} read as {found} (a Hugging Face "
+                "cache directory models--ORG--NAME)",
+            )
+        parts = cached.split("/")  # the other rules work on the id it names
     if len(parts) > 2:
         found = catalog.exact_id("/".join(parts[-2:]))
         if found is not None:
@@ -369,6 +383,19 @@ def _resolve(name: str) -> ModelResolution:
         if got is not None:
             return got
     return ModelResolution(name, None, None, "none")
+
+
+def _hub_cache_id(parts: list[str]) -> str | None:
+    """org/name of a Hugging Face cache directory in a path: huggingface_hub stores a repo
+    under `models--{org}--{name}` (huggingface_hub/file_download.py repo_folder_name), and
+    platforms mount that layout (`/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B/
+    snapshots/<rev>`, llmaz's `/workspace/models/models--facebook--opt-125m`)."""
+    for part in parts:
+        if part.startswith("models--"):
+            pieces = part[len("models--") :].split("--")
+            if len(pieces) >= 2 and all(pieces):
+                return pieces[0] + "/" + "--".join(pieces[1:])
+    return None
 
 
 def _contains(hay: tuple[str, ...], needle: tuple[str, ...]) -> bool:

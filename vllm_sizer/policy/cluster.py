@@ -31,6 +31,8 @@ from .limit_ranges import container_memory_max
 log = logging.getLogger("vllm_sizer.cluster")
 
 MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
+# Cluster-scoped objects a platform's resource names (llmaz Playground → OpenModel)
+REFERENCED_KINDS = ("OpenModel",)
 # ConfigMap keys must match [-._a-zA-Z0-9]+, so "Org/Name" cannot be a key: write it as
 # "Org--Name" (the first "--" stands for the "/"). Both spellings are accepted.
 KEY_SLASH = "--"
@@ -151,6 +153,8 @@ class ClusterContext:
     trusted_namespace: str | None = None
     # every ConfigMap's data by namespace and name (check's input; the webhook lists none)
     config_maps: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    # cluster-scoped objects platforms refer to by name (REFERENCED_KINDS), by (kind, name)
+    objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     # ---- building
     @classmethod
@@ -170,6 +174,11 @@ class ClusterContext:
         )
         ctx.model_configs = model_configs_by_namespace(by_kind.get("ConfigMap", []))
         ctx.limit_ranges = limit_range_maxima(by_kind.get("LimitRange", []))
+        for kind in REFERENCED_KINDS:
+            for o in by_kind.get(kind, []):
+                name = _meta(o).get("name")
+                if isinstance(name, str) and name:
+                    ctx.objects.setdefault((kind, name), o)
         for cm in by_kind.get("ConfigMap", []):
             name = _meta(cm).get("name")
             data = {str(k): v for k, v in _dict(cm.get("data")).items() if isinstance(v, str)}
@@ -216,6 +225,7 @@ class ClusterContext:
             cluster_serving_runtimes=self.cluster_serving_runtimes,
             model_resolver=resolve,
             config_maps=dict(self.config_maps.get(ns, {})),
+            objects=self.objects,
         )
 
 

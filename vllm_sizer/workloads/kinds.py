@@ -280,6 +280,29 @@ KINDS: tuple[KindSpec, ...] = (
         source="kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70:"
         "api/v1alpha1/inferenceset_types.go (spec.template: a Workspace's inference and resource)",
     ),
+    KindSpec(
+        "inference.llmaz.io",
+        "v1alpha1",
+        "playgrounds",
+        "Playground",
+        ("inference.llmaz.io/v1alpha1",),
+        always_send=True,
+        served=False,
+        source="InftyAI/llmaz@3c13ff343e28cdbe842fd3c659e3daf0d1e27e91:"
+        "api/inference/v1alpha1/playground_types.go, chart/templates/backends/vllm.yaml",
+    ),
+    KindSpec(
+        "workload.serving.volcano.sh",
+        "v1alpha1",
+        "modelboosters",
+        "ModelBooster",
+        ("workload.serving.volcano.sh/v1alpha1",),
+        always_send=True,
+        served=False,
+        source="volcano-sh/kthena@3cc057284c34469fcb0ed22a12dac84b1d120719:"
+        "pkg/apis/workload/v1alpha1/model_booster_types.go, "
+        "pkg/model-booster-controller/convert/model_serving.go",
+    ),
 )
 
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}

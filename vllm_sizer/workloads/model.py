@@ -99,3 +99,6 @@ class ReadContext:
     # ConfigMaps of the object's own namespace (name → data) the caller has: files a platform
     # mounts from them (KAITO's inference config). `check` gives those of its input.
     config_maps: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Objects a platform's custom resource refers to, by (kind, name): llmaz OpenModels
+    # (cluster-scoped). `check` gives those of its input; the webhook lists none.
+    objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)

@@ -804,3 +804,163 @@ def read_kaito_workspace(obj: dict, config_maps: dict | None = None) -> list[Con
     return _kaito_views(
         obj, _dict(obj.get("inference")), _dict(obj.get("resource")), ("inference",), cms
     )
+
+
+# ------------------------------------------------------------------ llmaz Playground
+# llmaz (InftyAI/llmaz@3c13ff343e28cdbe842fd3c659e3daf0d1e27e91): a Playground claims an
+# OpenModel (cluster-scoped: spec.source.modelHub.modelID, or a uri) and runs a BackendRuntime;
+# the vllm one is `python3 -m vllm.entrypoints.openai.api_server --model {{ .ModelPath }}
+# --served-model-name {{ .ModelName }} ...` (chart/templates/backends/vllm.yaml), image
+# vllm/vllm-openai:v0.7.3 (chart/values.global.yaml:25-28); the flavor's limits go to the pod.
+LLMAZ_VLLM_IMAGE = "vllm/vllm-openai:v0.7.3"
+
+
+def _llmaz_model(claim_name: Any, objects: dict) -> tuple[str | None, dict, list[tuple[str, str]]]:
+    """(model id or URI, the first flavor's limits, notes) of an OpenModel by name."""
+    model = _dict(objects.get(("OpenModel", str(claim_name))))
+    if not model:
+        return (
+            None,
+            {},
+            [("warning", f"OpenModel {claim_name} is not visible here: its model is unknown")],
+        )
+    spec = _dict(model.get("spec"))
+    source = _dict(spec.get("source"))
+    hub = _dict(source.get("modelHub"))
+    ident = hub.get("modelID") or source.get("uri")
+    flavors = _list(_dict(spec.get("inferenceConfig")).get("flavors"))
+    limits = _dict(_dict(flavors[0]).get("limits")) if flavors else {}
+    return (
+        (str(ident) if ident else None),
+        limits,
+        [("info", f"model from OpenModel {claim_name} ({'modelHub' if hub else 'uri'})")],
+    )
+
+
+def read_llmaz_playground(obj: dict, objects: dict | None = None) -> list[ContainerView]:
+    spec = _dict(obj.get("spec"))
+    brc = _dict(spec.get("backendRuntimeConfig"))
+    backend = str(brc.get("backendName") or "vllm")
+    if backend.lower() != "vllm":
+        return []  # sglang, llama.cpp, tgi, ollama: not vLLM
+    claims = [_dict(m) for m in _list(_dict(spec.get("modelClaims")).get("models"))]
+    main = next((m for m in claims if m.get("role") in (None, "main")), None)
+    draft = next((m for m in claims if m.get("role") == "draft"), None)
+    name = _dict(spec.get("modelClaim")).get("modelName") or (main or {}).get("name")
+    if not name:
+        return []
+    model, flavor_limits, notes = _llmaz_model(name, objects or {})
+    argv = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    argv += ["--model", model] if model else []
+    if draft:
+        draft_model, _, draft_notes = _llmaz_model(draft.get("name"), objects or {})
+        notes += draft_notes
+        if draft_model:
+            argv += ["--speculative_model", draft_model, "--num_speculative_tokens", "5"]
+    argv += [str(a) for a in _list(brc.get("args"))]
+    resources = dict(_dict(brc.get("resources")))
+    limits = {**flavor_limits, **_dict(resources.get("limits"))}
+    if limits:
+        resources["limits"] = limits
+    version = brc.get("version")
+    image = f"vllm/vllm-openai:{version}" if isinstance(version, str) and version else None
+    notes.append(
+        (
+            "info",
+            "llmaz builds the pod from the vllm BackendRuntime (InftyAI/llmaz chart/templates/"
+            "backends/vllm.yaml); the Playground is not changed: its pods are sized at creation"
+            + (
+                ""
+                if _dict(resources.get("limits")).get("memory")
+                else "; the memory limit comes "
+                "from the BackendRuntime's recommended config, not visible here"
+            ),
+        )
+    )
+    return [
+        ContainerView(
+            name="model-runner",
+            container={
+                "name": "model-runner",
+                "image": image or LLMAZ_VLLM_IMAGE,
+                "command": argv,
+                "env": _list(brc.get("envs")),
+                "resources": resources,
+            },
+            pod_spec={},
+            container_path=pointer("spec", "backendRuntimeConfig"),
+            resources_path=pointer("spec", "backendRuntimeConfig", "resources"),
+            patchable=False,
+            notes=notes,
+        )
+    ]
+
+
+# ------------------------------------------------------------------ kthena ModelBooster
+# kthena (volcano-sh/kthena@3cc057284c34469fcb0ed22a12dac84b1d120719): a ModelBooster becomes a
+# ModelServing whose engine runs `python3 -m vllm.entrypoints.openai.api_server --model <the
+# download path>` plus each worker config key as `--key value` (empty: the flag alone)
+# (pkg/model-booster-controller/convert/model_serving.go:363-385, utils/template.go:85), with
+# the worker's resources and the backend's env.
+KTHENA_VLLM_TYPES = ("vllm", "vllmdisaggregated")
+
+
+def _kthena_flags(config: dict) -> list[str]:
+    flags: list[str] = []
+    for key, value in config.items():
+        flag = f"--{key}"
+        if value is None or value == "" or value is True:
+            flags.append(flag)
+        elif value is False:
+            continue
+        elif isinstance(value, (dict, list)):
+            flags += [flag, json.dumps(value)]
+        else:
+            flags += [flag, str(value).strip()]
+    return flags
+
+
+def read_model_booster(obj: dict) -> list[ContainerView]:
+    spec = _dict(obj.get("spec"))
+    backends = [_dict(spec.get("backend"))] if spec.get("backend") else []
+    backends += [_dict(b) for b in _list(spec.get("backends"))]
+    views: list[ContainerView] = []
+    for b_idx, backend in enumerate(backends):
+        if str(backend.get("type") or "").lower() not in KTHENA_VLLM_TYPES:
+            continue
+        uri = backend.get("modelURI")
+        base = ("spec", "backend") if spec.get("backend") else ("spec", "backends", b_idx)
+        for w_idx, worker in enumerate(_list(backend.get("workers"))):
+            worker = _dict(worker)
+            argv = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+            # the engine loads the downloaded copy of modelURI: hf://ORG/NAME names the repo
+            model = str(uri)[len("hf://") :] if str(uri).startswith("hf://") else uri
+            argv += ["--model", str(model)] if model else []
+            argv += _kthena_flags(_dict(worker.get("config")))
+            views.append(
+                ContainerView(
+                    name=str(worker.get("type") or f"worker-{w_idx}"),
+                    container={
+                        "name": str(worker.get("type") or "engine"),
+                        "image": worker.get("image"),
+                        "command": argv,
+                        "env": _list(backend.get("env")) + _list(worker.get("env")),
+                        "resources": _dict(worker.get("resources")),
+                    },
+                    pod_spec={},
+                    container_path=pointer(*base, "workers", w_idx),
+                    resources_path=pointer(*base, "workers", w_idx, "resources"),
+                    storage_uri=str(uri) if uri else None,
+                    patchable=False,
+                    notes=[
+                        (
+                            "info",
+                            "kthena makes a ModelServing from this backend (its engine runs "
+                            "vLLM's api_server with the worker's config as flags, "
+                            "model_serving.go:363-385); the ModelBooster is not changed: its "
+                            "pods are sized at creation",
+                        )
+                    ],
+                )
+            )
+    return views

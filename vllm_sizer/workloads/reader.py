@@ -57,6 +57,7 @@ from .shell import SHELLS, find_shell, run_script
 from .view import ContainerView
 from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 RELEVANT_ENV = (
     "VLLM_CPU_KVCACHE_SPACE",
     "VLLM_TARGET_DEVICE",
@@ -341,6 +342,10 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
             return platforms.read_kubeai_model(obj)
         if kind in ("Workspace", "InferenceSet"):
             return platforms.read_kaito_workspace(obj, ctx.config_maps)
+        if kind == "Playground":
+            return platforms.read_llmaz_playground(obj, ctx.objects)
+        if kind == "ModelBooster":
+            return platforms.read_model_booster(obj)
         return []
     if group in ("apps", "extensions") or kind in ("ReplicationController", "Job"):
         return _pod_views(
@@ -578,6 +583,21 @@ def _locate(
     """The first invocation (count: how many there are)."""
     found = _locate_all(argv, env, unknown, maybe_env, depth)
     return found[0] if found else None
+
+
+def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
+    """The vLLM entry point args-only fit, when they are a vLLM server's arguments and nothing
+    else: they parse with vLLM's own parser (the image tag's version, else the newest) without
+    unknown flags or errors and name a model: `--model X ...` (the api_server module) or
+    `X --flag ...` (vllm serve's positional model). None otherwise."""
+    version = images.image_version(image)
+    positional = not args[0].startswith("-")
+    parsed = parse_vllm_args(args, version=version, positional_model=positional, strict=True)
+    if not parsed.model or parsed.unknown_flags:
+        return None
+    if any(d.severity == "error" for d in parsed.diagnostics):
+        return None
+    return ["vllm", "serve"] if positional else ["python3", "-m", API_SERVER_MODULE]
 
 
 def _mounted_files(view: ContainerView, config_maps: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -885,22 +905,43 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             or _find_hf(args) is not None
         ):
             argv = args
-        elif image and "vllm" in image.lower() and args and args[0].startswith("-"):
-            # an image name is no evidence of a vLLM server: only a known ENTRYPOINT is
+        elif (
+            image
+            and "vllm" in image.lower()
+            and args
+            and (args[0].startswith("-") or _as_vllm_server(args, image))
+        ):
+            # An image name alone is no evidence of a vLLM server; an unknown image that says
+            # vLLM and gets nothing but a vLLM server's arguments (a model and vLLM's own flags)
+            # is built to take them: sized as that entry point, said as assumed.
             row = images.vendor_image(image)
-            why = (
-                f"its build file has no ENTRYPOINT that runs vLLM ({row.source})"
-                if row
-                else "its ENTRYPOINT is unknown to vllm-sizer"
-            )
-            diags.append(
-                Diagnostic(
-                    "warning",
-                    f"image {image}: only args are given and {why}: not sized (give "
-                    "the command, e.g. command: [vllm, serve])",
+            served = _as_vllm_server(args, image) if row is None else None
+            if served:
+                argv = [*served, *args]
+                diags.append(
+                    Diagnostic(
+                        "warning",
+                        f"image {image}: only args are given and its ENTRYPOINT is unknown to "
+                        "vllm-sizer; they are a vLLM server's model and flags and nothing else, "
+                        f"so the ENTRYPOINT is assumed to be `{' '.join(served)}` (give the "
+                        "command, e.g. command: [vllm, serve], to be sure)",
+                    )
                 )
-            )
-            argv = args
+            else:
+                why = (
+                    f"its build file has no ENTRYPOINT that runs vLLM ({row.source})"
+                    if row
+                    else "its ENTRYPOINT is unknown to vllm-sizer and the args are not all "
+                    "vLLM flags with a --model"
+                )
+                diags.append(
+                    Diagnostic(
+                        "warning",
+                        f"image {image}: only args are given and {why}: not sized (give "
+                        "the command, e.g. command: [vllm, serve])",
+                    )
+                )
+                argv = args
         else:
             argv = args
 
@@ -1304,26 +1345,99 @@ def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
     is the model path's last part: `huggingface-cli download org/name --local-dir /models/name`,
     `aibrix_download --model-uri tos://bucket/org/name/ --local-dir /models/`. One distinct id
     only (two orgs of the same name: nothing is assumed)."""
-    leaf = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    target = path.rstrip("/")
+    leaf = target.rsplit("/", 1)[-1].lower()
     if not leaf:
         return None
-    found: dict[str, tuple[str, str]] = {}
+    by_dir: dict[str, tuple[str, str]] = {}  # a download whose output directory is the path
+    by_name: dict[str, tuple[str, str]] = {}  # a repo whose name is the path's last part
     containers = [_dict(c) for c in _list(view.pod_spec.get("initContainers"))]
     containers.append(view.container)
     for c in containers:
         words = _words(c.get("command")) + _words(c.get("args"))
         words += [str(_dict(e).get("value")) for e in _list(c.get("env")) if _dict(e).get("value")]
-        for word in " ".join(words).split():
-            word = word.strip("'\"").rstrip("/")
-            if "://" in word:
-                parts = [p for p in word.split("://", 1)[1].split("/") if p]
-                cand = "/".join(parts[-2:]) if len(parts) >= 3 or word.startswith("hf") else ""
-            else:
-                cand = word if _REPO_ID.match(word) and not word.startswith(".") else ""
-            if cand.count("/") == 1 and cand.rsplit("/", 1)[-1].lower() == leaf:
-                who = "init container" if c is not view.container else "the container's command"
-                found.setdefault(cand.lower(), (cand, f"{who} {c.get('name') or '?'}"))
-    return next(iter(found.values())) if len(found) == 1 else None
+        who = "init container" if c is not view.container else "the container's command"
+        who = f"{who} {c.get('name') or '?'}"
+        # AIBrix's downloader writes into <local-dir>/<model name> (--model-name, or the env
+        # DOWNLOADER_MODEL_NAME: vllm-project/aibrix python/aibrix/aibrix/downloader)
+        env_name = next(
+            (
+                str(_dict(e).get("value"))
+                for e in _list(c.get("env"))
+                if _dict(e).get("name") == "DOWNLOADER_MODEL_NAME" and _dict(e).get("value")
+            ),
+            None,
+        )
+        for command in _download_commands(" ".join(words).split()):
+            ids = [i for i in (_repo_id_in(w) for w in command) if i]
+            names = [env_name] if env_name else []
+            names += _flag_values(command, {"--model-name", "--model_name"})
+            outs = [o.strip("'\"").rstrip("/") for o in _flag_values(command, _OUTPUT_DIR_FLAGS)]
+            outs += [f"{o}/{n}" for o in outs for n in names]
+            if target in outs and len({i.lower() for i in ids}) == 1:
+                by_dir.setdefault(ids[0].lower(), (ids[0], who))
+            for cand in ids:
+                if cand.rsplit("/", 1)[-1].lower() == leaf:
+                    by_name.setdefault(cand.lower(), (cand, who))
+    for found in (by_dir, by_name):
+        if len(found) == 1:
+            return next(iter(found.values()))
+    return None
+
+
+# Flags that name where a download tool writes the model: huggingface-cli / hf download
+# --local-dir, kthena's downloader --output-dir, s5cmd / aws-style --destination, -o.
+_OUTPUT_DIR_FLAGS = {
+    "--local-dir",
+    "--local_dir",
+    "--output-dir",
+    "--output_dir",
+    "--output",
+    "--destination",
+    "--dest",
+    "--target-dir",
+    "-o",
+}
+_SEPARATORS = {";", "&&", "||", "|", "&"}
+
+
+def _flag_values(command: list[str], flags: set[str]) -> list[str]:
+    """Values of `--flag value` / `--flag=value` in one command's words."""
+    out = []
+    for k, word in enumerate(command):
+        key, eq, value = word.partition("=")
+        if key in flags:
+            out.append(value if eq else command[k + 1] if k + 1 < len(command) else "")
+    return out
+
+
+def _download_commands(tokens: list[str]) -> list[list[str]]:
+    """The words of a container split at shell command separators (an approximation of its
+    commands, enough to pair a repo id with the directory the same command writes to)."""
+    out: list[list[str]] = [[]]
+    for tok in tokens:
+        end = tok.endswith(";") and tok != ";"
+        tok = tok.rstrip(";") if end else tok
+        if tok in _SEPARATORS:
+            out.append([])
+            continue
+        out[-1].append(tok)
+        if end:
+            out.append([])
+    return [c for c in out if c]
+
+
+def _repo_id_in(word: str) -> str | None:
+    """org/name named by a word: a repo id, or a storage URI ending in org/name."""
+    word = word.strip("'\"").rstrip("/")
+    if "://" in word:
+        parts = [p for p in word.split("://", 1)[1].split("/") if p]
+        if len(parts) >= 3 or (word.startswith("hf") and len(parts) == 2):
+            return "/".join(parts[-2:])
+        return None
+    if _REPO_ID.match(word) and not word.startswith("."):
+        return word
+    return None
 
 
 def _eval_words(value: str) -> list[str]:

@@ -175,7 +175,15 @@ SHORT = {
     "dp": "data-parallel-size",
 }
 # `--disable-X` / `--enable-X` spellings vLLM's newer parser accepts for boolean X.
-API_SERVER_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"}
+# Modules that parse vLLM's engine flags with --model (no positional model): the OpenAI server,
+# the old demo server, and the gRPC server (0.33.0 vllm/entrypoints/launchers/grpc_server.py:
+# 176-197 AsyncEngineArgs.add_cli_args; vllm/entrypoints/grpc_server.py re-exports it)
+API_SERVER_MODULES = {
+    "vllm.entrypoints.openai.api_server",
+    "vllm.entrypoints.api_server",
+    "vllm.entrypoints.grpc_server",
+    "vllm.entrypoints.launchers.grpc_server",
+}
 CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
