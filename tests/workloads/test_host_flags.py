@@ -254,15 +254,17 @@ def test_kv_transfer_config_forms():
                          "1000"], version=v19, strict=True)
     assert (p.values["kv_connector"], p.values["kv_connector_cpu_bytes"]) == (
         "OffloadingConnector", 1000)
-    # MultiConnector: the offloading connector inside it
+    # MultiConnector: read as vLLM reads it, sized by the offloading connector inside it
     multi = {"kv_connector": "MultiConnector", "kv_connector_extra_config": {"connectors": [
         {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
         {"kv_connector": "OffloadingConnector", "kv_connector_extra_config": {
             "spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 94489280512}}]}}
     p = parse_vllm_args(["m", "--kv-transfer-config", json.dumps(multi)], version=v19,
                         strict=True)
-    assert p.values["kv_connector"] == "OffloadingConnector"
+    assert p.values["kv_connector"] == "MultiConnector"
+    assert p.values["kv_host_connector"] == "OffloadingConnector"
     assert p.values["kv_connector_spec"] == "TieringOffloadingSpec"
+    assert p.values["kv_connector_cpu_bytes"] == 94489280512
     # human-readable numbers inside the JSON: vLLM 0.20+ only
     raw = '{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"cpu_bytes_to_use":80G}}'
     new = parse_vllm_args(["m", "--kv-transfer-config", raw],
@@ -366,3 +368,24 @@ def test_data_parallel_api_servers_in_the_host_terms_and_mm_caches():
                                data_parallel_external_lb=True, data_parallel_size_local=1),
                 MIXTRAL)
     assert moe["runtime_overhead"] == terms(base, MIXTRAL)["runtime_overhead"] + GiB
+
+
+def test_a_multiconnector_is_read_as_written_and_sized_by_its_offloading_connector():
+    """KServe's Nemotron P/D sample wraps NixlConnector and an OffloadingConnector of 200 GiB
+    in a MultiConnector: kv_connector stays MultiConnector (as vLLM reads it) and the host
+    buffer is the inner connector's, as if it were given alone."""
+    multi = json.dumps({"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                        "kv_connector_extra_config": {"connectors": [
+                            {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"},
+                            {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+                             "kv_connector_extra_config": {"cpu_bytes_to_use": 200 * GiB}}]}})
+    alone = json.dumps({"kv_connector": "OffloadingConnector",
+                        "kv_connector_extra_config": {"cpu_bytes_to_use": 200 * GiB}})
+    w = _llmd("vllm/vllm-openai:v0.19.1", ["Qwen/Qwen3-32B", "-tp", "2",
+                                           "--kv-transfer-config", multi], "400Gi")
+    w_alone = _llmd("vllm/vllm-openai:v0.19.1", ["Qwen/Qwen3-32B", "-tp", "2",
+                                                 "--kv-transfer-config", alone], "400Gi")
+    assert w.settings.kv_connector == "MultiConnector"
+    assert w.settings.kv_host_connector == "OffloadingConnector"
+    assert terms(w.settings, QWEN32)["kv_offload_buffer"] == terms(
+        w_alone.settings, QWEN32)["kv_offload_buffer"] > 0

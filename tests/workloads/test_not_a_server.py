@@ -251,3 +251,9 @@ def test_copied_and_subpath_mounted_scripts_and_a_mounted_vllm_config():
                    {"name": "c", "configMap": {"name": "vcfg", "items": [{"key": "k", "path": "v.yaml"}]}})
     (w,) = read_workloads(obj, ReadContext(config_maps={"vcfg": {"k": "max-num-seqs: 3\n"}}))
     assert w.settings.max_num_seqs == 3
+
+
+def test_a_placeholder_left_in_a_script_is_said():
+    (w,) = read_workloads(pod(["sh", "-c"], [
+        "vllm serve --model <model-path> --served-model-name <model-name> --max-model-len 4096"]))
+    assert any("placeholder <model-name>, <model-path>" in d.message for d in w.diagnostics)

@@ -33,7 +33,7 @@ def _kv_offload_settings(s: EngineSettings) -> KvOffload:
     return KvOffload(
         size_gib=s.kv_offloading_size_gib,
         backend=s.kv_offloading_backend,
-        connector=s.kv_connector,
+        connector=s.kv_host_connector or s.kv_connector,
         cpu_bytes=s.kv_connector_cpu_bytes,
         cpu_blocks=s.kv_connector_cpu_blocks,
         spec=s.kv_connector_spec,

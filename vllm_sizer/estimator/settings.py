@@ -72,6 +72,9 @@ class EngineSettings(BaseModel):
     kv_offloading_size_gib: float | None = None  # --kv-offloading-size (GiB, all ranks)
     kv_offloading_backend: str | None = None  # --kv-offloading-backend native | lmcache
     kv_connector: str | None = None  # kv_transfer_config.kv_connector
+    # the connector inside a MultiConnector whose host buffers are counted (its sizes are the
+    # kv_connector_* fields); None: kv_connector itself
+    kv_host_connector: str | None = None
     kv_connector_cpu_bytes: int | None = None  # kv_connector_extra_config.cpu_bytes_to_use
     kv_connector_cpu_blocks: int | None = None  # kv_connector_extra_config.num_cpu_blocks
     kv_connector_spec: str | None = None  # kv_connector_extra_config.spec_name

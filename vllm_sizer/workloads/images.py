@@ -167,6 +167,14 @@ VENDOR_IMAGES: tuple[VendorImage, ...] = (
         "(CMD /bin/bash, no ENTRYPOINT: a command must start vLLM; Ascend NPU)",
     ),
     VendorImage(
+        "nvidia/ai-dynamo/vllm-runtime",
+        None,
+        "cuda",
+        "assumed: NVIDIA's Dynamo vLLM runtime on NGC is its CUDA build (ai-dynamo/dynamo "
+        "container/Dockerfile.vllm, not read: the repository is too large to fetch here); its "
+        "pods run `python3 -m dynamo.vllm` given as the command",
+    ),
+    VendorImage(
         "lmcache/vllm-openai",
         ("vllm", "serve"),
         "cuda",

@@ -217,6 +217,15 @@ def dynamo_rewrite(c: dict) -> dict:
     ):
         return c  # the common case: no copy
     out = dict(c)
+    command, args = _list(c.get("command")), _list(c.get("args"))
+    if (
+        len(command) == 1
+        and str(command[0]).rsplit("/", 1)[-1].startswith("python")
+        and args[:2] == ["-m", "dynamo.vllm"]
+    ):
+        # `command: [python3]`, `args: [-m, dynamo.vllm, ...]`: the module is in args
+        c = {**c, "command": [], "args": [*command, *args]}
+        out["command"] = []
     for key in ("command", "args"):
         items = _list(c.get(key))
         new: list[Any] = []
@@ -421,6 +430,9 @@ def read_vllm_runtime(obj: dict) -> list[ContainerView]:
 
 # ------------------------------------------------------------------ Dynamo
 FRONTEND = "frontend"  # componentType / type of Dynamo's HTTP frontend (runs no engine)
+# Dynamo components that run no engine: the HTTP frontend (python -m dynamo.frontend) and the
+# SLA planner (python -m planner_sla), whatever image they use
+NO_ENGINE_COMPONENTS = {FRONTEND, "planner"}
 
 
 def _dynamo_resources(res: dict) -> dict:
@@ -445,7 +457,7 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
     if "components" in spec and "services" not in spec:  # v1beta1: podTemplate per component
         for i, comp in enumerate(_list(spec.get("components"))):
             comp = _dict(comp)
-            if str(comp.get("type", "")).lower() == FRONTEND:
+            if str(comp.get("type", "")).lower() in NO_ENGINE_COMPONENTS:
                 continue
             tmpl = _dict(comp.get("podTemplate"))
             base = ("spec", "components", i, "podTemplate")
@@ -459,8 +471,8 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
         return views
     for name, svc in _dict(spec.get("services")).items():
         svc = _dict(svc)
-        if str(svc.get("componentType", "")).lower() == FRONTEND:
-            continue  # Dynamo's HTTP frontend (python -m dynamo.frontend): no engine
+        if str(svc.get("componentType", "")).lower() in NO_ENGINE_COMPONENTS:
+            continue  # Dynamo's frontend or planner: no engine
         extra = _dict(svc.get("extraPodSpec"))
         main = _dict(extra.get("mainContainer"))
         base = ("spec", "services", str(name))

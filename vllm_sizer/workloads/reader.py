@@ -58,6 +58,8 @@ from .view import ContainerView
 from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# A documentation placeholder left in a manifest: <model-path>, <YOUR_S3_BUCKET>
+_PLACEHOLDER = re.compile(r"<[A-Za-z][\w.-]*>")
 RELEVANT_ENV = (
     "VLLM_CPU_KVCACHE_SPACE",
     "VLLM_TARGET_DEVICE",
@@ -534,6 +536,11 @@ NO_SERVER_PROGRAMS = {
     "unzip",
     "aws",
     "gsutil",
+    # LMCache's cache servers, a KV store and not an engine: lmcache_server (LMCache/LMCache@
+    # 54641ca setup.py:84 console script), lmcache_experimental_server (run by KServe's LMCache
+    # sample, kserve/website docs .../kvcache-offloading)
+    "lmcache_server",
+    "lmcache_experimental_server",
 } | NOT_RUNNING
 # vLLM's multi-node example script: `multi-node-serving.sh worker` only runs `ray start
 # --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh).
@@ -833,6 +840,16 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 
     command = kx(_words(c.get("command")))
     args = kx(_words(c.get("args")))
+    placeholders = sorted({m for w in command + args for m in _PLACEHOLDER.findall(w)})
+    if placeholders:
+        diags.append(
+            Diagnostic(
+                "warning",
+                f"placeholder {', '.join(placeholders[:3])} left in the command line: fill it in "
+                "(in a shell script `<` and `>` are redirections, so the words around it are "
+                "not what vLLM receives)",
+            )
+        )
     for name in dict.fromkeys(kube_unresolved):
         if name in view.injected_env and name not in env:
             diags.append(

@@ -786,15 +786,16 @@ def kv_transfer_settings(cfg: dict[str, Any], diags: list[Diagnostic]) -> dict[s
     name = str(cfg.get("kv_connector") or "") or None
     extra = cfg.get("kv_connector_extra_config")
     extra = extra if isinstance(extra, dict) else {}
+    if name:
+        out["kv_connector"] = name  # as vLLM reads it (a MultiConnector stays one)
     if name == "MultiConnector":
+        # the sizes are those of the wrapped connector that holds host memory
         inner = [c for c in extra.get("connectors") or [] if isinstance(c, dict)]
         chosen = next((c for c in inner if c.get("kv_connector") in HOST_KV_CONNECTORS), None)
         if chosen is not None:
-            name = str(chosen["kv_connector"])
+            out["kv_host_connector"] = str(chosen["kv_connector"])
             extra = chosen.get("kv_connector_extra_config")
             extra = extra if isinstance(extra, dict) else {}
-    if name:
-        out["kv_connector"] = name
 
     def number(key: str, kind: type) -> Any:
         if key not in extra:
