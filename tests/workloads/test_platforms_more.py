@@ -112,3 +112,8 @@ def test_the_grpc_server_module_takes_vllm_engine_flags():
                                     "args": ["--model", "Qwen/Qwen3-8B", "--max-num-seq", "64"]}]}}
     (w,) = read_workloads(pod)
     assert w.model == "Qwen/Qwen3-8B" and w.settings.max_num_seqs == 64
+
+
+def test_routers_mocks_and_simulators_are_never_assumed_to_be_engines():
+    for image in ("acme/vllm-router:1", "aibrix/vllm-mock:nightly", "acme/vllm-sim:0.1"):
+        assert read_workloads(_args_only(image, ["--model", "Qwen/Qwen3-8B", "--port", "8000"])) == []

@@ -58,6 +58,22 @@ from .view import ContainerView
 from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# Words in an image's repository name that say it is not an engine, whatever else it says
+# (vllm-router, vllm-mock, llm-d-inference-sim, ...): never assumed to run vLLM from its args
+NOT_ENGINE_IMAGE_WORDS = (
+    "router",
+    "proxy",
+    "gateway",
+    "mock",
+    "sim",
+    "bench",
+    "exporter",
+    "operator",
+    "controller",
+    "sidecar",
+    "scheduler",
+    "epp",
+)
 # A documentation placeholder left in a manifest: <model-path>, <YOUR_S3_BUCKET>
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w.-]*>")
 RELEVANT_ENV = (
@@ -597,6 +613,9 @@ def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     else: they parse with vLLM's own parser (the image tag's version, else the newest) without
     unknown flags or errors and name a model: `--model X ...` (the api_server module) or
     `X --flag ...` (vllm serve's positional model). None otherwise."""
+    name = images.repo_name(image)
+    if any(role in name for role in NOT_ENGINE_IMAGE_WORDS):
+        return None  # a router, proxy, mock or simulator that takes a --model too
     version = images.image_version(image)
     positional = not args[0].startswith("-")
     parsed = parse_vllm_args(args, version=version, positional_model=positional, strict=True)
