@@ -115,7 +115,8 @@ async def test_unknown_model_is_cannot_size(kmock, api, settings):
     result = await Sizer(api, settings).size(dep)
     assert result.reason == "CannotSize"
     (ev,) = events(kmock)
-    assert ev["type"] == "Warning" and "unknown model 'acme/support-3b'" in ev["message"]
+    assert ev["type"] == "Warning" and "no config.json known for model 'acme/support-3b'" in ev["message"]
+    assert "acme--support-3b" in ev["message"]  # the way to supply it (the ConfigMap key)
     ann = current(kmock, DEPLOYMENTS, "llm", "acme-support")["metadata"]["annotations"]
     assert set(ann) == {LAST_EVENT_ANNOTATION}
 
