@@ -170,9 +170,9 @@ VENDOR_IMAGES: tuple[VendorImage, ...] = (
         "nvidia/ai-dynamo/vllm-runtime",
         None,
         "cuda",
-        "assumed: NVIDIA's Dynamo vLLM runtime on NGC is its CUDA build (ai-dynamo/dynamo "
-        "container/Dockerfile.vllm, not read: the repository is too large to fetch here); its "
-        "pods run `python3 -m dynamo.vllm` given as the command",
+        "ai-dynamo/dynamo@039a024501f614aaed3c8120205060747103e3c5:container/Dockerfile.vllm "
+        "(RUNTIME_IMAGE nvcr.io/nvidia/cuda ...-runtime, vLLM built with CUDA; its ENTRYPOINT "
+        "not read: the pods give `python3 -m dynamo.vllm` as their command)",
     ),
     VendorImage(
         "lmcache/vllm-openai",
