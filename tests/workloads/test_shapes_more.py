@@ -52,10 +52,15 @@ def test_ray_head_leader_with_vllm_serve_is_sized():
 
 def test_unknown_image_only_args_is_not_vllm():
     assert read_workloads(pod({"image": "python:3.12", "args": ["--model", "x"]})) == []
-    # an image that names vLLM but is not one of vLLM's: its ENTRYPOINT is unknown, and an
-    # image name alone is no evidence of a vLLM command (vllm-sizer's own image names vLLM)
+    # an image that names vLLM but is not one of vLLM's: its ENTRYPOINT is unknown; the name
+    # alone is no evidence (vllm-sizer's own image names vLLM and takes its own arguments)...
     assert read_workloads(pod({"image": "ghcr.io/acme/vllm-patched:2024-10",
-                               "args": ["--model", "Qwen/Qwen3-8B"]})) == []
+                               "args": ["run", "--mode", "warn"]})) == []
+    # ...but given nothing except a vLLM server's model and flags it is sized, said as assumed
+    (w,) = read_workloads(pod({"image": "ghcr.io/acme/vllm-patched:2024-10",
+                               "args": ["--model", "Qwen/Qwen3-8B"]}))
+    assert w.model == "Qwen/Qwen3-8B"
+    assert any("assumed" in m for m in messages(w, "warning"))
 
 
 def test_positional_to_api_server_entrypoint_warns():
