@@ -40,6 +40,16 @@ def test_falcon_refinedweb_config_reads_as_falcon():
     assert g.kv_bytes_per_token(2) == 32 * 2 * 64 * 2
 
 
+def test_falcon_old_decoder_ignores_num_kv_heads():
+    # falcon-7b-instruct's FalconConfig carries num_kv_heads 71 with multi_query true and
+    # new_decoder_architecture false: FalconAttention then keeps one KV head, so the shapes are
+    # falcon-7b's (model card: 7B), not a 71-KV-head fused QKV.
+    g = _geo("tiiuae/falcon-7b-instruct")
+    assert g.num_kv_heads == 1
+    assert g.parameter_count() == _geo("tiiuae/falcon-7b").parameter_count()
+    assert g.parameter_count() == pytest.approx(7e9, rel=0.02)
+
+
 def test_phi3_vision_counts_its_clip_image_tower():
     # The config only names the CLIP checkpoint (img_processor); the tower is CLIP ViT-L/14-336.
     g = _geo("microsoft/Phi-3.5-vision-instruct")

@@ -248,6 +248,11 @@ class ModelGeometry(BaseModel, frozen=True):
             or (c.get("multi_query_group_num") if c.get("multi_query_attention") else None)
             or (1 if c.get("multi_query") else heads)
         )
+        if model_type in FALCON_TYPES and c.get("new_decoder_architecture") is False:
+            # Falcon's old decoder ignores num_kv_heads (falcon-7b(-instruct) configs carry 71):
+            # one KV head when multi_query, else one per query head (transformers FalconAttention
+            # num_kv_heads; vLLM falcon.py FalconAttention total_num_kv_heads).
+            kv_heads = 1 if c.get("multi_query", True) else heads
         head_dim = int(first("head_dim", "kv_channels") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
         inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
