@@ -50,6 +50,15 @@ def test_falcon_old_decoder_ignores_num_kv_heads():
     assert g.parameter_count() == pytest.approx(7e9, rel=0.02)
 
 
+def test_falcon_refinedweb_40b_has_two_layernorms_per_layer():
+    # falcon-40b's pre-4.32 config (model_type RefinedWeb, no new_decoder_architecture key) is the
+    # new decoder: modelling_RW.py gives each layer ln_attn and ln_mlp, as falcon-40b-instruct's
+    # FalconConfig (new_decoder_architecture true) says; both read to the same count.
+    g = _geo("tiiuae/falcon-40b")
+    assert g.norms_per_layer == 2 and g.num_kv_heads == 8
+    assert g.parameter_count() == _geo("tiiuae/falcon-40b-instruct").parameter_count()
+
+
 def test_phi3_vision_counts_its_clip_image_tower():
     # The config only names the CLIP checkpoint (img_processor); the tower is CLIP ViT-L/14-336.
     g = _geo("microsoft/Phi-3.5-vision-instruct")

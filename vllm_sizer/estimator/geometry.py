@@ -567,7 +567,9 @@ def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
     (transformers modeling_falcon.py FalconDecoderLayer, num_ln_in_parallel_attn)."""
     if model_type not in FALCON_TYPES:
         return 2
-    if c.get("new_decoder_architecture"):
+    # model_type RefinedWeb is the pre-4.32 config of falcon-40b/180b, whose modelling_RW.py
+    # DecoderLayer always has ln_attn and ln_mlp (RefinedWebModel, falcon-7b's, has one norm).
+    if c.get("new_decoder_architecture") or model_type == "refinedweb":
         return int(c.get("num_ln_in_parallel_attn") or 2)
     return 1 if c.get("parallel_attn", True) else 2
 
