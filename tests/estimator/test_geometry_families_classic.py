@@ -48,3 +48,31 @@ def test_sparse_llava_text_config_takes_llama_defaults_but_top_level_llama_does_
     with pytest.raises(MissingConfigField):
         ModelGeometry.from_hf_config({"model_type": "llama", "vocab_size": 32000,
                                       "num_hidden_layers": 32, "num_attention_heads": 32})
+
+
+def test_mpt_reads_n_heads_and_its_expansion_ratio_mlp():
+    # MPT names its heads n_heads and has a non-gated MLP of expansion_ratio (4) x d_model, no
+    # biases, ALiBi (no position table): mosaicml/mpt-7b-instruct's keys (config.json) give
+    # 6,649,286,656 parameters, the MPT-7B checkpoint's count ("6.7B" on its model card).
+    g = ModelGeometry.from_hf_config(
+        {"model_type": "mpt", "architectures": ["MPTForCausalLM"], "d_model": 4096,
+         "n_heads": 32, "n_layers": 32, "expansion_ratio": 4, "no_bias": True,
+         "vocab_size": 50432, "max_seq_len": 2048, "attn_config": {"alibi": True}}
+    )
+    assert g.num_kv_heads == 32 and not g.gated_mlp and g.intermediate_size == 16384
+    assert g.parameter_count() == 6649286656
+
+
+def test_dbrx_reads_nested_attention_and_moe_settings():
+    # DBRX (databricks/dbrx-instruct config.json): kv_n_heads 8 in attn_config, 16 experts of
+    # ffn_hidden_size 10752, top-4, in ffn_config; model card: 132B total parameters.
+    g = ModelGeometry.from_hf_config(
+        {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "d_model": 6144,
+         "n_heads": 48, "n_layers": 40, "vocab_size": 100352, "max_seq_len": 32768,
+         "tie_word_embeddings": False,
+         "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000},
+         "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4}}
+    )
+    assert g.num_kv_heads == 8 and g.moe.num_experts == 16 and g.moe.experts_per_token == 4
+    assert g.moe.expert_intermediate_size == 10752
+    assert abs(g.parameter_count() - 132e9) / 132e9 < 0.02

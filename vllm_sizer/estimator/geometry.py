@@ -211,6 +211,8 @@ class ModelGeometry(BaseModel, frozen=True):
             c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
         model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
         c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
+        if model_type == "dbrx":
+            c = {**_dbrx_flat(c), **c}
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 
@@ -235,7 +237,7 @@ class ModelGeometry(BaseModel, frozen=True):
 
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd")
-        heads = need_int("num_attention_heads", "n_head", "num_heads")
+        heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")
         # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
         # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
         vocab = (
@@ -559,6 +561,21 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             per_layer = 2 * self.kv_width
         return int(self.num_layers * per_layer * kv_dtype_bytes)
+
+
+def _dbrx_flat(c: Mapping[str, Any]) -> dict[str, Any]:
+    """DBRX nests attention and MoE settings (transformers DbrxConfig: attn_config.kv_n_heads,
+    ffn_config.moe_num_experts / moe_top_k / ffn_hidden_size; DbrxExperts hold gated w1/v1/w2 of
+    ffn_hidden_size per expert); read them under the flat names the geometry uses."""
+    attn = c.get("attn_config") if isinstance(c.get("attn_config"), Mapping) else {}
+    ffn = c.get("ffn_config") if isinstance(c.get("ffn_config"), Mapping) else {}
+    flat = {
+        "num_key_value_heads": attn.get("kv_n_heads"),
+        "num_local_experts": ffn.get("moe_num_experts"),
+        "num_experts_per_tok": ffn.get("moe_top_k"),
+        "intermediate_size": ffn.get("ffn_hidden_size"),
+    }
+    return {k: v for k, v in flat.items() if v is not None}
 
 
 def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
