@@ -76,3 +76,19 @@ def test_dbrx_reads_nested_attention_and_moe_settings():
     assert g.num_kv_heads == 8 and g.moe.num_experts == 16 and g.moe.experts_per_token == 4
     assert g.moe.expert_intermediate_size == 10752
     assert abs(g.parameter_count() - 132e9) / 132e9 < 0.02
+
+
+def test_persimmon_fuyu_mlp_is_two_biased_linears():
+    # Persimmon's MLP is dense_h_to_4h -> relu2 -> dense_4h_to_h (not gated), every linear and
+    # LayerNorm has a bias and q/k get a LayerNorm: adept/fuyu-8b's decoder keys (config.json)
+    # then count within 0.2% of its safetensors index total_size / 2 (18816477184 bytes bf16;
+    # the rest is the image patch projection).
+    g = ModelGeometry.from_hf_config(
+        {"model_type": "fuyu", "architectures": ["FuyuForCausalLM"], "hidden_size": 4096,
+         "intermediate_size": 16384, "num_attention_heads": 64, "num_hidden_layers": 36,
+         "hidden_act": "relu2", "qk_layernorm": True, "partial_rotary_factor": 0.5,
+         "vocab_size": 262144, "tie_word_embeddings": False,
+         "text_config": {"model_type": "persimmon"}}
+    )
+    assert not g.gated_mlp and g.qkv_bias and g.mlp_bias and g.layernorm_bias and g.qk_norm
+    assert abs(g.parameter_count() - 18816477184 // 2) / (18816477184 // 2) < 0.002

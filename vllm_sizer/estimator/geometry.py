@@ -33,6 +33,7 @@ NON_GATED_MLP_TYPES = {
     "bert",
     "roberta",
     "xlm-roberta",
+    "persimmon",  # PersimmonMLP: dense_h_to_4h, relu2, dense_4h_to_h (adept persimmon, fuyu)
 }
 # BERT-style encoders (embedding / reranking models): every linear and LayerNorm has a bias, the
 # embeddings add learned position and token-type tables and a LayerNorm, and BertModel /
@@ -40,6 +41,9 @@ NON_GATED_MLP_TYPES = {
 # models/bert/modeling_bert.py (BertEmbeddings, BertSelfAttention, BertSelfOutput,
 # BertIntermediate, BertOutput, BertPooler); models/xlm_roberta/modeling_xlm_roberta.py the same.
 ENCODER_TYPES = {"bert", "roberta", "xlm-roberta"}
+# Every linear (q/k/v, o, MLP) and LayerNorm carries a bias: OPT, GPT-2, the encoders and
+# Persimmon (transformers PersimmonAttention query_key_value/dense and PersimmonMLP, bias=True).
+BIASED_LINEAR_TYPES = {"opt", "gpt2", "persimmon"} | ENCODER_TYPES
 # Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
 # RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
 FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
@@ -299,22 +303,23 @@ class ModelGeometry(BaseModel, frozen=True):
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias"))
             or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in BIASED_LINEAR_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_qkv_bias")),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in BIASED_LINEAR_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             mlp_bias=bool(c.get("mlp_bias"))
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in BIASED_LINEAR_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
+            or (model_type == "persimmon" and bool(c.get("qk_layernorm")))
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type
-            in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES | ENCODER_TYPES,
+            in {"opt", "gpt2", "gpt_neox", "phi", "persimmon"} | FALCON_TYPES | ENCODER_TYPES,
             learned_positions=_learned_positions(c, model_type),
             token_type_rows=int(c.get("type_vocab_size") or 0)
             if model_type in ENCODER_TYPES
