@@ -40,6 +40,25 @@ def test_falcon_refinedweb_config_reads_as_falcon():
     assert g.kv_bytes_per_token(2) == 32 * 2 * 64 * 2
 
 
+def test_falcon_old_decoder_ignores_num_kv_heads():
+    # falcon-7b-instruct's FalconConfig carries num_kv_heads 71 with multi_query true and
+    # new_decoder_architecture false: FalconAttention then keeps one KV head, so the shapes are
+    # falcon-7b's (model card: 7B), not a 71-KV-head fused QKV.
+    g = _geo("tiiuae/falcon-7b-instruct")
+    assert g.num_kv_heads == 1
+    assert g.parameter_count() == _geo("tiiuae/falcon-7b").parameter_count()
+    assert g.parameter_count() == pytest.approx(7e9, rel=0.02)
+
+
+def test_falcon_refinedweb_40b_has_two_layernorms_per_layer():
+    # falcon-40b's pre-4.32 config (model_type RefinedWeb, no new_decoder_architecture key) is the
+    # new decoder: modelling_RW.py gives each layer ln_attn and ln_mlp, as falcon-40b-instruct's
+    # FalconConfig (new_decoder_architecture true) says; both read to the same count.
+    g = _geo("tiiuae/falcon-40b")
+    assert g.norms_per_layer == 2 and g.num_kv_heads == 8
+    assert g.parameter_count() == _geo("tiiuae/falcon-40b-instruct").parameter_count()
+
+
 def test_phi3_vision_counts_its_clip_image_tower():
     # The config only names the CLIP checkpoint (img_processor); the tower is CLIP ViT-L/14-336.
     g = _geo("microsoft/Phi-3.5-vision-instruct")

@@ -84,3 +84,32 @@ def test_gpt_neox_counts_its_linear_biases():
     assert g.qkv_bias and g.mlp_bias
     assert g.parameter_count() - g.embedding_parameters() == 18915328
     assert _geo("EleutherAI/pythia-160m").parameter_count() == 162322944
+
+
+def test_mpt_reads_n_heads_and_its_expansion_ratio_mlp():
+    # MPT names its heads n_heads and has a non-gated MLP of expansion_ratio (4) x d_model, no
+    # biases, ALiBi (no position table): mosaicml/mpt-7b-instruct's keys (config.json) give
+    # 6,649,286,656 parameters, the MPT-7B checkpoint's count ("6.7B" on its model card).
+    g = ModelGeometry.from_hf_config(
+        {"model_type": "mpt", "architectures": ["MPTForCausalLM"], "d_model": 4096,
+         "n_heads": 32, "n_layers": 32, "expansion_ratio": 4, "no_bias": True,
+         "vocab_size": 50432, "max_seq_len": 2048, "attn_config": {"alibi": True}}
+    )
+    assert g.num_kv_heads == 32 and not g.gated_mlp and g.intermediate_size == 16384
+    assert g.parameter_count() == 6649286656
+
+
+def test_persimmon_fuyu_mlp_is_two_biased_linears():
+    # Persimmon's MLP is dense_h_to_4h -> relu2 -> dense_4h_to_h (not gated), every linear and
+    # LayerNorm has a bias and q/k get a LayerNorm: adept/fuyu-8b's decoder keys (config.json)
+    # then count within 0.2% of its safetensors index total_size / 2 (18816477184 bytes bf16;
+    # the rest is the image patch projection).
+    g = ModelGeometry.from_hf_config(
+        {"model_type": "fuyu", "architectures": ["FuyuForCausalLM"], "hidden_size": 4096,
+         "intermediate_size": 16384, "num_attention_heads": 64, "num_hidden_layers": 36,
+         "hidden_act": "relu2", "qk_layernorm": True, "partial_rotary_factor": 0.5,
+         "vocab_size": 262144, "tie_word_embeddings": False,
+         "text_config": {"model_type": "persimmon"}}
+    )
+    assert not g.gated_mlp and g.qkv_bias and g.mlp_bias and g.layernorm_bias and g.qk_norm
+    assert abs(g.parameter_count() - 18816477184 // 2) / (18816477184 // 2) < 0.002

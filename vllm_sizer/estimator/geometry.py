@@ -33,6 +33,7 @@ NON_GATED_MLP_TYPES = {
     "bert",
     "roberta",
     "xlm-roberta",
+    "persimmon",  # PersimmonMLP: dense_h_to_4h, relu2, dense_4h_to_h (adept persimmon, fuyu)
 }
 # BERT-style encoders (embedding / reranking models): every linear and LayerNorm has a bias, the
 # embeddings add learned position and token-type tables and a LayerNorm, and BertModel /
@@ -40,6 +41,9 @@ NON_GATED_MLP_TYPES = {
 # models/bert/modeling_bert.py (BertEmbeddings, BertSelfAttention, BertSelfOutput,
 # BertIntermediate, BertOutput, BertPooler); models/xlm_roberta/modeling_xlm_roberta.py the same.
 ENCODER_TYPES = {"bert", "roberta", "xlm-roberta"}
+# Every linear (q/k/v, o, MLP) and LayerNorm carries a bias: OPT, GPT-2, the encoders and
+# Persimmon (transformers PersimmonAttention query_key_value/dense and PersimmonMLP, bias=True).
+BIASED_LINEAR_TYPES = {"opt", "gpt2", "persimmon"} | ENCODER_TYPES
 # Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
 # RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
 FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
@@ -349,6 +353,11 @@ class ModelGeometry(BaseModel, frozen=True):
             or (c.get("multi_query_group_num") if c.get("multi_query_attention") else None)
             or (1 if c.get("multi_query") else heads)
         )
+        if model_type in FALCON_TYPES and c.get("new_decoder_architecture") is False:
+            # Falcon's old decoder ignores num_kv_heads (falcon-7b(-instruct) configs carry 71):
+            # one KV head when multi_query, else one per query head (transformers FalconAttention
+            # num_kv_heads; vLLM falcon.py FalconAttention total_num_kv_heads).
+            kv_heads = 1 if c.get("multi_query", True) else heads
         head_dim = int(first("head_dim", "kv_channels") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
         inter = first(
@@ -412,23 +421,24 @@ class ModelGeometry(BaseModel, frozen=True):
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias"))
             or model_type in QKV_BIAS_TYPES
-            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | BIASED_LINEAR_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_qkv_bias"))
             or (model_type == "molmo" and bool(c.get("qkv_bias"))),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | BIASED_LINEAR_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             mlp_bias=bool(c.get("mlp_bias"))
-            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | BIASED_LINEAR_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
-            or (model_type in QK_NORM_FLAG_TYPES and bool(c.get("use_qk_norm"))),
+            or (model_type in QK_NORM_FLAG_TYPES and bool(c.get("use_qk_norm")))
+            or (model_type == "persimmon" and bool(c.get("qk_layernorm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type
-            in {"opt", "gpt2", "gpt_neox", "phi", "bloom"}
+            in {"opt", "gpt2", "gpt_neox", "phi", "bloom", "persimmon"}
             | FALCON_TYPES
             | ENCODER_TYPES
             | ALL_BIAS_TYPES,
@@ -750,7 +760,9 @@ def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
     (transformers modeling_falcon.py FalconDecoderLayer, num_ln_in_parallel_attn)."""
     if model_type not in FALCON_TYPES:
         return 2
-    if c.get("new_decoder_architecture"):
+    # model_type RefinedWeb is the pre-4.32 config of falcon-40b/180b, whose modelling_RW.py
+    # DecoderLayer always has ln_attn and ln_mlp (RefinedWebModel, falcon-7b's, has one norm).
+    if c.get("new_decoder_architecture") or model_type == "refinedweb":
         return int(c.get("num_ln_in_parallel_attn") or 2)
     return 1 if c.get("parallel_attn", True) else 2
 
