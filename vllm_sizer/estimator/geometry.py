@@ -821,7 +821,12 @@ def _widest(v: Any) -> Any:
 
 
 def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: str) -> MoE | None:
-    experts = c.get("num_experts") or c.get("num_local_experts") or c.get("n_routed_experts")
+    experts = (
+        c.get("num_experts")
+        or c.get("num_local_experts")
+        or c.get("n_routed_experts")
+        or c.get("moe_num_experts")  # ERNIE 4.5 MoE (transformers Ernie4_5_MoeConfig)
+    )
     if not experts or int(experts) <= 1:
         return None
     experts = int(experts)
@@ -829,6 +834,7 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         c.get("num_experts_per_tok")
         or c.get("experts_per_token")
         or _widest(c.get("moe_topk"))
+        or c.get("moe_k")  # ERNIE 4.5 MoE
         or 2
     )
     expert_inter = int(_widest(c.get("moe_intermediate_size")) or intermediate)
@@ -842,10 +848,37 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         shared = expert_inter
     if not shared and c.get("n_shared_experts"):
         shared = int(c["n_shared_experts"]) * expert_inter
+    if not shared and c.get("num_shared_experts"):
+        # Bailing MoE (inclusionAI Ling; vLLM bailing_moe.py BailingMoE): num_shared_experts
+        # experts of moe_shared_expert_intermediate_size (else moe_intermediate_size) each
+        width = c.get("moe_shared_expert_intermediate_size") or expert_inter
+        shared = int(c["num_shared_experts"]) * int(width)
+    if not shared and c.get("moe_num_shared_experts"):
+        # ERNIE 4.5 MoE (vLLM ernie45_moe.py): one shared MLP of
+        # moe_intermediate_size * moe_num_shared_experts
+        shared = int(c["moe_num_shared_experts"]) * expert_inter
     dense = 0
     if c.get("first_k_dense_replace"):
         dense = int(c["first_k_dense_replace"])  # DeepSeek: first k layers dense
     moe_layers = layers - dense
+    if c.get("moe_layer_start_index") is not None and c.get("moe_num_experts"):
+        # ERNIE 4.5 MoE: layer i is MoE when (i + 1) % moe_layer_interval == 0 and
+        # moe_layer_start_index <= i <= moe_layer_end_index (vLLM ernie45_moe.py)
+        start = int(_widest(c["moe_layer_start_index"]) or 0)
+        end_raw = c.get("moe_layer_end_index")
+        end = layers - 1 if end_raw is None or int(_widest(end_raw)) < 0 else int(_widest(end_raw))
+        interval = int(c.get("moe_layer_interval") or 1)
+        return MoE(
+            num_experts=experts,
+            experts_per_token=per_tok,
+            expert_intermediate_size=expert_inter,
+            shared_intermediate_size=shared,
+            num_moe_layers=sum(
+                1 for i in range(layers) if (i + 1) % interval == 0 and start <= i <= end
+            ),
+            expert_bias=False,
+            shared_expert_gate=False,
+        )
     mlp_only = c.get("mlp_only_layers") or []
     step = int(c.get("decoder_sparse_step") or c.get("interleave_moe_layer_step") or 1)
     # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0; Llama 4's default moe_layers
