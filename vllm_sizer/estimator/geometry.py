@@ -30,6 +30,7 @@ NON_GATED_MLP_TYPES = {
     "gpt_bigcode",
     "refinedweb",
     "refinedwebmodel",
+    "nemotron_h",  # NemotronHMLP / NemotronHMoE experts: up_proj, relu2, down_proj
     "bert",
     "roberta",
     "xlm-roberta",
@@ -216,7 +217,13 @@ class LinearAttention(BaseModel, frozen=True):
     fixed-size recurrent state per sequence, no per-token KV cache.
     kind "lightning": MiniMax-M1 / MiniMax-Text-01 lightning attention (attn_type_list 0),
     remote code modeling_minimax_m1.py MiniMaxM1LightningAttention: qkv_proj Linear(h, 3*H*d),
-    output_gate Linear(h, H*d), out_proj Linear(H*d, h), RMSNorm(H*d), no biases."""
+    output_gate Linear(h, H*d), out_proj Linear(H*d, h), RMSNorm(H*d), no biases.
+    kind "mamba2": Nemotron-H Mamba-2 mixers (vLLM nemotron_h.py / mamba_mixer2.py
+    MambaMixer2): in_proj Linear(h, 2*d_inner + 2*groups*state + heads), conv1d over
+    d_inner + 2*groups*state channels (bias with use_conv_bias), dt_bias, A_log and D (heads
+    each), gated RMSNorm(d_inner), out_proj Linear(d_inner, h); here num_key_heads = n_groups,
+    key_head_dim = ssm_state_size, num_value_heads = mamba_num_heads, value_head_dim =
+    mamba_head_dim (d_inner = heads * head_dim)."""
 
     kind: str = "gated_deltanet"
     num_layers: int
@@ -225,8 +232,20 @@ class LinearAttention(BaseModel, frozen=True):
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    conv_bias: bool = False
 
     def parameters_per_layer(self, hidden: int) -> int:
+        if self.kind == "mamba2":
+            d_inner = self.num_value_heads * self.value_head_dim
+            bc = 2 * self.num_key_heads * self.key_head_dim
+            conv = (d_inner + bc) * (self.conv_kernel + (1 if self.conv_bias else 0))
+            return (
+                hidden * (2 * d_inner + bc + self.num_value_heads)
+                + conv
+                + 3 * self.num_value_heads
+                + d_inner
+                + d_inner * hidden
+            )
         if self.kind == "lightning":
             width = self.num_value_heads * self.value_head_dim
             return 4 * hidden * width + width * hidden + width
@@ -388,6 +407,30 @@ class ModelGeometry(BaseModel, frozen=True):
             intermediate = max(mlp_widths)
         else:
             attention_layers, mlp_widths, linear_blocks = None, (), 0
+        pattern = c.get("hybrid_override_pattern")
+        if model_type == "nemotron_h" and isinstance(pattern, str) and len(pattern) == layers:
+            # Nemotron-H: one mixer per layer, M Mamba-2, * attention, - MLP, E MoE
+            # (transformers NemotronHConfig.layers_block_type, vLLM nemotron_h.py)
+            attention_layers = pattern.count("*")
+            mlp_widths = tuple(intermediate if ch == "-" else 0 for ch in pattern)
+            moe = moe.model_copy(update={"num_moe_layers": pattern.count("E")}) if moe else None
+            if moe and not moe.num_moe_layers:
+                moe = None
+            mamba = pattern.count("M")
+            linear_attention = (
+                LinearAttention(
+                    kind="mamba2",
+                    num_layers=mamba,
+                    num_key_heads=int(c.get("n_groups") or 8),
+                    num_value_heads=need_int("mamba_num_heads"),
+                    key_head_dim=int(c.get("ssm_state_size") or 128),
+                    value_head_dim=int(c.get("mamba_head_dim") or 64),
+                    conv_kernel=int(c.get("conv_kernel") or 4),
+                    conv_bias=bool(c.get("use_conv_bias", True)),
+                )
+                if mamba
+                else None
+            )
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
@@ -426,7 +469,11 @@ class ModelGeometry(BaseModel, frozen=True):
             or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type in QK_NORM_FLAG_TYPES and bool(c.get("use_qk_norm"))),
-            norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
+            norms_per_layer=4
+            if model_type in FOUR_NORM_TYPES
+            else 1
+            if model_type == "nemotron_h"  # one pre-mixer RMSNorm per block
+            else _falcon_norms(c, model_type),
             layernorm_bias=model_type
             in {"opt", "gpt2", "gpt_neox", "phi", "bloom"}
             | FALCON_TYPES
@@ -649,10 +696,11 @@ class ModelGeometry(BaseModel, frozen=True):
         """(parameters of all MLP blocks, of which quantizable expert/linear weights)."""
         h = self.hidden_size
         if self.mlp_widths:
+            # per-layer widths (NAS, Nemotron-H); MoE layers, if any, are added below
             total = sum(self._mlp_parameters(w) for w in self.mlp_widths if w)
-            return total, total
-        dense_layers = self.num_layers - (self.moe.num_moe_layers if self.moe else 0)
-        total = dense_layers * self._mlp_parameters(self.intermediate_size)
+        else:
+            dense_layers = self.num_layers - (self.moe.num_moe_layers if self.moe else 0)
+            total = dense_layers * self._mlp_parameters(self.intermediate_size)
         if self.moe:
             e = self.moe
             per = (
@@ -847,7 +895,9 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         # Llama4TextMoe always holds one shared expert Llama4TextMLP(config) of intermediate_size.
         shared = expert_inter
     if not shared and c.get("n_shared_experts"):
-        shared = int(c["n_shared_experts"]) * expert_inter
+        # Nemotron-H MoE gives the shared expert its own moe_shared_expert_intermediate_size
+        width = c.get("moe_shared_expert_intermediate_size") or expert_inter
+        shared = int(c["n_shared_experts"]) * int(width)
     if not shared and c.get("num_shared_experts"):
         # Bailing MoE (inclusionAI Ling; vLLM bailing_moe.py BailingMoE): num_shared_experts
         # experts of moe_shared_expert_intermediate_size (else moe_intermediate_size) each
@@ -898,7 +948,7 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
 
 # Position schemes without a rotary embedding: learned tables (OPT, GPT-2, BigCode, BERT-style
 # encoders) or ALiBi (BLOOM, MPT).
-NO_ROPE_TYPES = {"opt", "gpt2", "gpt_bigcode", "bloom", "mpt"} | ENCODER_TYPES
+NO_ROPE_TYPES = {"opt", "gpt2", "gpt_bigcode", "bloom", "mpt", "nemotron_h"} | ENCODER_TYPES
 
 
 def _rope_rows(params: Mapping[str, Any], max_pos: int) -> int:
