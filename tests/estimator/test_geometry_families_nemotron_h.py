@@ -63,3 +63,49 @@ def test_nemotron_h_dense_pattern_counts_mlp_layers():
     assert g.moe is None and g.num_attention_layers == 1
     assert g.linear_attention is not None and g.linear_attention.num_layers == 3
     assert g.mlp_parameters()[0] == 2 * (2 * 2688 * 8192)
+
+
+# nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 (shape keys; ai-dynamo/aiconfigurator
+# model_configs): layers_block_type instead of hybrid_override_pattern and no
+# num_hidden_layers; latent MoE (moe_latent_size 2048).
+
+
+def _ultra_blocks() -> list[str]:
+    # 108 layers: 48 mamba, 48 moe, 12 attention (the counts of the published config)
+    unit = ["mamba", "moe", "mamba", "moe", "mamba", "moe", "mamba", "moe", "attention"]
+    return unit * 12
+
+
+ULTRA = {
+    "architectures": ["NemotronHForCausalLM"],
+    "model_type": "nemotron_h",
+    "conv_kernel": 4,
+    "head_dim": 128,
+    "hidden_size": 8192,
+    "intermediate_size": 5120,
+    "layers_block_type": _ultra_blocks(),
+    "mamba_head_dim": 64,
+    "mamba_num_heads": 256,
+    "max_position_embeddings": 262144,
+    "moe_intermediate_size": 5120,
+    "moe_latent_size": 2048,
+    "moe_shared_expert_intermediate_size": 10240,
+    "n_groups": 8,
+    "n_routed_experts": 512,
+    "n_shared_experts": 1,
+    "num_attention_heads": 64,
+    "num_experts_per_tok": 22,
+    "num_key_value_heads": 2,
+    "ssm_state_size": 128,
+    "tie_word_embeddings": False,
+    "use_conv_bias": True,
+    "vocab_size": 131072,
+}
+
+
+def test_nemotron_h_layers_block_type_and_latent_moe():
+    g = ModelGeometry.from_hf_config(ULTRA)
+    assert g.num_layers == 108 and g.num_attention_layers == 12
+    assert g.moe is not None and g.moe.num_moe_layers == 48 and g.moe.latent_size == 2048
+    # routed experts run at the latent width: 512 x 2 x 2048 x 5120 per MoE layer
+    assert abs(g.parameter_count() - 549.3e9) / 549.3e9 < 0.001  # card: 550B total

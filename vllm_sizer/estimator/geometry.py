@@ -194,6 +194,10 @@ class MoE(BaseModel, frozen=True):
     # models/qwen2_moe/modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert_gate
     # (nn.Linear(config.hidden_size, 1, bias=False)); vLLM qwen2_moe.py the same ReplicatedLinear.
     shared_expert_gate: bool = False
+    # Nemotron 3 Super/Ultra latent MoE (moe_latent_size): routed experts run in a latent width
+    # between fc1_latent_proj Linear(h, latent) and fc2_latent_proj Linear(latent, h) (vLLM
+    # nemotron_h.py NemotronHMoE); the shared expert and the router stay at the hidden width.
+    latent_size: int = 0
 
 
 class MLA(BaseModel, frozen=True):
@@ -353,6 +357,16 @@ class ModelGeometry(BaseModel, frozen=True):
                 raise MissingConfigField(field, f"value {v!r} must be positive")
             return iv
 
+        block_types = c.get("layers_block_type")
+        if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
+            # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
+            # instead of hybrid_override_pattern; num_hidden_layers is its length
+            symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+            c = {
+                "num_hidden_layers": len(block_types),
+                **c,
+                "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
+            }
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
         heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
@@ -413,7 +427,16 @@ class ModelGeometry(BaseModel, frozen=True):
             # (transformers NemotronHConfig.layers_block_type, vLLM nemotron_h.py)
             attention_layers = pattern.count("*")
             mlp_widths = tuple(intermediate if ch == "-" else 0 for ch in pattern)
-            moe = moe.model_copy(update={"num_moe_layers": pattern.count("E")}) if moe else None
+            moe = (
+                moe.model_copy(
+                    update={
+                        "num_moe_layers": pattern.count("E"),
+                        "latent_size": int(c.get("moe_latent_size") or 0),
+                    }
+                )
+                if moe
+                else None
+            )
             if moe and not moe.num_moe_layers:
                 moe = None
             mamba = pattern.count("M")
@@ -686,8 +709,8 @@ class ModelGeometry(BaseModel, frozen=True):
             )
         )
 
-    def _mlp_parameters(self, width: int) -> int:
-        h = self.hidden_size
+    def _mlp_parameters(self, width: int, dim: int = 0) -> int:
+        h = dim or self.hidden_size
         if self.gated_mlp:
             return 3 * h * width + (2 * width + h if self.mlp_bias else 0)
         return 2 * h * width + (width + h if self.mlp_bias else 0)
@@ -704,8 +727,11 @@ class ModelGeometry(BaseModel, frozen=True):
         if self.moe:
             e = self.moe
             per = (
-                e.num_experts * self._mlp_parameters(e.expert_intermediate_size) + h * e.num_experts
+                e.num_experts * self._mlp_parameters(e.expert_intermediate_size, e.latent_size)
+                + h * e.num_experts
             )
+            if e.latent_size:
+                per += 2 * h * e.latent_size  # fc1_latent_proj, fc2_latent_proj
             if e.expert_bias:
                 per += e.num_experts * (2 * e.expert_intermediate_size + h) + e.num_experts
             if e.shared_intermediate_size:
