@@ -30,6 +30,7 @@ NON_GATED_MLP_TYPES = {
     "gpt_bigcode",
     "refinedweb",
     "refinedwebmodel",
+    "nemotron_h",  # NemotronHMLP / NemotronHMoE experts: up_proj, relu2, down_proj
     "bert",
     "roberta",
     "xlm-roberta",
@@ -197,6 +198,10 @@ class MoE(BaseModel, frozen=True):
     # models/qwen2_moe/modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock.shared_expert_gate
     # (nn.Linear(config.hidden_size, 1, bias=False)); vLLM qwen2_moe.py the same ReplicatedLinear.
     shared_expert_gate: bool = False
+    # Nemotron 3 Super/Ultra latent MoE (moe_latent_size): routed experts run in a latent width
+    # between fc1_latent_proj Linear(h, latent) and fc2_latent_proj Linear(latent, h) (vLLM
+    # nemotron_h.py NemotronHMoE); the shared expert and the router stay at the hidden width.
+    latent_size: int = 0
 
 
 class MLA(BaseModel, frozen=True):
@@ -220,7 +225,13 @@ class LinearAttention(BaseModel, frozen=True):
     fixed-size recurrent state per sequence, no per-token KV cache.
     kind "lightning": MiniMax-M1 / MiniMax-Text-01 lightning attention (attn_type_list 0),
     remote code modeling_minimax_m1.py MiniMaxM1LightningAttention: qkv_proj Linear(h, 3*H*d),
-    output_gate Linear(h, H*d), out_proj Linear(H*d, h), RMSNorm(H*d), no biases."""
+    output_gate Linear(h, H*d), out_proj Linear(H*d, h), RMSNorm(H*d), no biases.
+    kind "mamba2": Nemotron-H Mamba-2 mixers (vLLM nemotron_h.py / mamba_mixer2.py
+    MambaMixer2): in_proj Linear(h, 2*d_inner + 2*groups*state + heads), conv1d over
+    d_inner + 2*groups*state channels (bias with use_conv_bias), dt_bias, A_log and D (heads
+    each), gated RMSNorm(d_inner), out_proj Linear(d_inner, h); here num_key_heads = n_groups,
+    key_head_dim = ssm_state_size, num_value_heads = mamba_num_heads, value_head_dim =
+    mamba_head_dim (d_inner = heads * head_dim)."""
 
     kind: str = "gated_deltanet"
     num_layers: int
@@ -229,8 +240,20 @@ class LinearAttention(BaseModel, frozen=True):
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    conv_bias: bool = False
 
     def parameters_per_layer(self, hidden: int) -> int:
+        if self.kind == "mamba2":
+            d_inner = self.num_value_heads * self.value_head_dim
+            bc = 2 * self.num_key_heads * self.key_head_dim
+            conv = (d_inner + bc) * (self.conv_kernel + (1 if self.conv_bias else 0))
+            return (
+                hidden * (2 * d_inner + bc + self.num_value_heads)
+                + conv
+                + 3 * self.num_value_heads
+                + d_inner
+                + d_inner * hidden
+            )
         if self.kind == "lightning":
             width = self.num_value_heads * self.value_head_dim
             return 4 * hidden * width + width * hidden + width
@@ -338,6 +361,16 @@ class ModelGeometry(BaseModel, frozen=True):
                 raise MissingConfigField(field, f"value {v!r} must be positive")
             return iv
 
+        block_types = c.get("layers_block_type")
+        if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
+            # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
+            # instead of hybrid_override_pattern; num_hidden_layers is its length
+            symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+            c = {
+                "num_hidden_layers": len(block_types),
+                **c,
+                "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
+            }
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
         heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
@@ -397,6 +430,39 @@ class ModelGeometry(BaseModel, frozen=True):
             intermediate = max(mlp_widths)
         else:
             attention_layers, mlp_widths, linear_blocks = None, (), 0
+        pattern = c.get("hybrid_override_pattern")
+        if model_type == "nemotron_h" and isinstance(pattern, str) and len(pattern) == layers:
+            # Nemotron-H: one mixer per layer, M Mamba-2, * attention, - MLP, E MoE
+            # (transformers NemotronHConfig.layers_block_type, vLLM nemotron_h.py)
+            attention_layers = pattern.count("*")
+            mlp_widths = tuple(intermediate if ch == "-" else 0 for ch in pattern)
+            moe = (
+                moe.model_copy(
+                    update={
+                        "num_moe_layers": pattern.count("E"),
+                        "latent_size": int(c.get("moe_latent_size") or 0),
+                    }
+                )
+                if moe
+                else None
+            )
+            if moe and not moe.num_moe_layers:
+                moe = None
+            mamba = pattern.count("M")
+            linear_attention = (
+                LinearAttention(
+                    kind="mamba2",
+                    num_layers=mamba,
+                    num_key_heads=int(c.get("n_groups") or 8),
+                    num_value_heads=need_int("mamba_num_heads"),
+                    key_head_dim=int(c.get("ssm_state_size") or 128),
+                    value_head_dim=int(c.get("mamba_head_dim") or 64),
+                    conv_kernel=int(c.get("conv_kernel") or 4),
+                    conv_bias=bool(c.get("use_conv_bias", True)),
+                )
+                if mamba
+                else None
+            )
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
@@ -436,7 +502,11 @@ class ModelGeometry(BaseModel, frozen=True):
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type in QK_NORM_FLAG_TYPES and bool(c.get("use_qk_norm")))
             or (model_type == "persimmon" and bool(c.get("qk_layernorm"))),
-            norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
+            norms_per_layer=4
+            if model_type in FOUR_NORM_TYPES
+            else 1
+            if model_type == "nemotron_h"  # one pre-mixer RMSNorm per block
+            else _falcon_norms(c, model_type),
             layernorm_bias=model_type
             in {"opt", "gpt2", "gpt_neox", "phi", "bloom", "persimmon"}
             | FALCON_TYPES
@@ -649,8 +719,8 @@ class ModelGeometry(BaseModel, frozen=True):
             )
         )
 
-    def _mlp_parameters(self, width: int) -> int:
-        h = self.hidden_size
+    def _mlp_parameters(self, width: int, dim: int = 0) -> int:
+        h = dim or self.hidden_size
         if self.gated_mlp:
             return 3 * h * width + (2 * width + h if self.mlp_bias else 0)
         return 2 * h * width + (width + h if self.mlp_bias else 0)
@@ -659,15 +729,19 @@ class ModelGeometry(BaseModel, frozen=True):
         """(parameters of all MLP blocks, of which quantizable expert/linear weights)."""
         h = self.hidden_size
         if self.mlp_widths:
+            # per-layer widths (NAS, Nemotron-H); MoE layers, if any, are added below
             total = sum(self._mlp_parameters(w) for w in self.mlp_widths if w)
-            return total, total
-        dense_layers = self.num_layers - (self.moe.num_moe_layers if self.moe else 0)
-        total = dense_layers * self._mlp_parameters(self.intermediate_size)
+        else:
+            dense_layers = self.num_layers - (self.moe.num_moe_layers if self.moe else 0)
+            total = dense_layers * self._mlp_parameters(self.intermediate_size)
         if self.moe:
             e = self.moe
             per = (
-                e.num_experts * self._mlp_parameters(e.expert_intermediate_size) + h * e.num_experts
+                e.num_experts * self._mlp_parameters(e.expert_intermediate_size, e.latent_size)
+                + h * e.num_experts
             )
+            if e.latent_size:
+                per += 2 * h * e.latent_size  # fc1_latent_proj, fc2_latent_proj
             if e.expert_bias:
                 per += e.num_experts * (2 * e.expert_intermediate_size + h) + e.num_experts
             if e.shared_intermediate_size:
@@ -833,7 +907,12 @@ def _widest(v: Any) -> Any:
 
 
 def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: str) -> MoE | None:
-    experts = c.get("num_experts") or c.get("num_local_experts") or c.get("n_routed_experts")
+    experts = (
+        c.get("num_experts")
+        or c.get("num_local_experts")
+        or c.get("n_routed_experts")
+        or c.get("moe_num_experts")  # ERNIE 4.5 MoE (transformers Ernie4_5_MoeConfig)
+    )
     if not experts or int(experts) <= 1:
         return None
     experts = int(experts)
@@ -841,6 +920,7 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         c.get("num_experts_per_tok")
         or c.get("experts_per_token")
         or _widest(c.get("moe_topk"))
+        or c.get("moe_k")  # ERNIE 4.5 MoE
         or 2
     )
     expert_inter = int(_widest(c.get("moe_intermediate_size")) or intermediate)
@@ -853,11 +933,40 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         # Llama4TextMoe always holds one shared expert Llama4TextMLP(config) of intermediate_size.
         shared = expert_inter
     if not shared and c.get("n_shared_experts"):
-        shared = int(c["n_shared_experts"]) * expert_inter
+        # Nemotron-H MoE gives the shared expert its own moe_shared_expert_intermediate_size
+        width = c.get("moe_shared_expert_intermediate_size") or expert_inter
+        shared = int(c["n_shared_experts"]) * int(width)
+    if not shared and c.get("num_shared_experts"):
+        # Bailing MoE (inclusionAI Ling; vLLM bailing_moe.py BailingMoE): num_shared_experts
+        # experts of moe_shared_expert_intermediate_size (else moe_intermediate_size) each
+        width = c.get("moe_shared_expert_intermediate_size") or expert_inter
+        shared = int(c["num_shared_experts"]) * int(width)
+    if not shared and c.get("moe_num_shared_experts"):
+        # ERNIE 4.5 MoE (vLLM ernie45_moe.py): one shared MLP of
+        # moe_intermediate_size * moe_num_shared_experts
+        shared = int(c["moe_num_shared_experts"]) * expert_inter
     dense = 0
     if c.get("first_k_dense_replace"):
         dense = int(c["first_k_dense_replace"])  # DeepSeek: first k layers dense
     moe_layers = layers - dense
+    if c.get("moe_layer_start_index") is not None and c.get("moe_num_experts"):
+        # ERNIE 4.5 MoE: layer i is MoE when (i + 1) % moe_layer_interval == 0 and
+        # moe_layer_start_index <= i <= moe_layer_end_index (vLLM ernie45_moe.py)
+        start = int(_widest(c["moe_layer_start_index"]) or 0)
+        end_raw = c.get("moe_layer_end_index")
+        end = layers - 1 if end_raw is None or int(_widest(end_raw)) < 0 else int(_widest(end_raw))
+        interval = int(c.get("moe_layer_interval") or 1)
+        return MoE(
+            num_experts=experts,
+            experts_per_token=per_tok,
+            expert_intermediate_size=expert_inter,
+            shared_intermediate_size=shared,
+            num_moe_layers=sum(
+                1 for i in range(layers) if (i + 1) % interval == 0 and start <= i <= end
+            ),
+            expert_bias=False,
+            shared_expert_gate=False,
+        )
     mlp_only = c.get("mlp_only_layers") or []
     step = int(c.get("decoder_sparse_step") or c.get("interleave_moe_layer_step") or 1)
     # Qwen2/3-MoE: layer i is MoE when (i+1) % step == 0; Llama 4's default moe_layers
@@ -877,7 +986,7 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
 
 # Position schemes without a rotary embedding: learned tables (OPT, GPT-2, BigCode, BERT-style
 # encoders) or ALiBi (BLOOM, MPT).
-NO_ROPE_TYPES = {"opt", "gpt2", "gpt_bigcode", "bloom", "mpt"} | ENCODER_TYPES
+NO_ROPE_TYPES = {"opt", "gpt2", "gpt_bigcode", "bloom", "mpt", "nemotron_h"} | ENCODER_TYPES
 
 
 def _rope_rows(params: Mapping[str, Any], max_pos: int) -> int:
