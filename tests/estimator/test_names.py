@@ -106,3 +106,21 @@ def test_different_shapes_under_one_name_are_ambiguous_not_guessed(monkeypatch):
         assert set(r.candidates) == {"Qwen/Qwen3-8B", "Qwen/Qwen3-14B"}
     finally:
         names._resolve.cache_clear()
+
+
+def test_a_name_without_a_quantization_suffix_is_not_sized_as_its_quantized_sibling():
+    """The only catalog entry of Yi-1.5-34B-Chat's shapes is a GPTQ repo: the plain name shares
+    its shapes, not its weight format (sized unquantized, and the note says so); the GPTQ name
+    keeps the quantization."""
+    plain = resolve_model("01-ai/Yi-1.5-34B-Chat")
+    assert plain.model_id == "modelscope/Yi-1.5-34B-Chat-GPTQ"
+    assert "quantization_config" not in plain.config
+    assert "unquantized weights" in plain.note
+    quantized = resolve_model("acme/Yi-1.5-34B-Chat-GPTQ")
+    assert quantized.config.get("quantization_config")
+
+
+def test_the_meta_rename_note_only_for_meta_names():
+    assert "Meta- prefix" in resolve_model("meta-llama/Meta-Llama-3.1-8B-Instruct").note
+    note = resolve_model("nvidia/Llama-3_3-Nemotron-Super-49B-v1-FP8").note
+    assert note and "Meta- prefix" not in note

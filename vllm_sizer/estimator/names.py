@@ -228,6 +228,17 @@ def _with_quant(model_id: str, quant: dict[str, Any] | None) -> dict[str, Any]:
     return got
 
 
+def _without_quant(model_id: str) -> dict[str, Any]:
+    """The entry's config without its quantization_config (kept for the process, like
+    _with_quant's)."""
+    key = (model_id, "unquantized")
+    got = _DERIVED.get(key)
+    if got is None:
+        config = catalog.entry(model_id)["config"]
+        got = _DERIVED[key] = {k: v for k, v in config.items() if k != "quantization_config"}
+    return got
+
+
 def _describe(quant: dict[str, Any] | None) -> str:
     if quant is None:
         return ""
@@ -309,8 +320,18 @@ def _resolve(name: str) -> ModelResolution:
             )
         if chosen is None:
             return None
-        note = f"geometry of {chosen} assumed from the name {name!r} ({why}{_describe(quant)})"
-        return ModelResolution(name, chosen, _with_quant(chosen, quant), rule, note=note)
+        config = _with_quant(chosen, quant)
+        unquantized = ""
+        if quant is None and not _split_quant(tokens)[1] and config.get("quantization_config"):
+            # the name has no quantization suffix, the only entry of its shapes is a quantized
+            # repo: the shapes are shared, the weight format is not (bf16 / the config's dtype)
+            config = _without_quant(chosen)
+            unquantized = "; unquantized weights: the name has no quantization suffix"
+        note = (
+            f"geometry of {chosen} assumed from the name {name!r} "
+            f"({why}{_describe(quant)}{unquantized})"
+        )
+        return ModelResolution(name, chosen, config, rule, note=note)
 
     # 4. the same name under another org (or a path / URI whose last part is the name)
     is_path = len(parts) > 2 or name.startswith(("/", ".")) or "://" in name
@@ -337,7 +358,12 @@ def _resolve(name: str) -> ModelResolution:
     canon = _canonical(base)
     if canon and canon in by_canon:
         ids = by_canon[canon]
-        renamed = any(_plain(_tokens(i.rsplit("/", 1)[-1])) == _plain(base) for i in ids)
+        # the Meta- rename, only where one side carries Meta's prefix
+        renamed = any(
+            _plain(_tokens(i.rsplit("/", 1)[-1])) == _plain(base)
+            and "meta" in (base[:1] + _tokens(i.rsplit("/", 1)[-1])[:1])
+            for i in ids
+        )
         why = (
             "Meta's Meta- prefix: Meta-Llama-3.1-* repos were renamed Llama-3.1-*"
             if renamed
