@@ -22,11 +22,11 @@ from . import corpus
 INDEX = corpus.load_index()
 SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 
-# Measured on 2026-12-02: 161 servers in 168 files (the corpus grew from 99 servers: floors are
+# Measured on 2026-12-02: 237 servers in 240 files (the corpus grew from 99 servers: floors are
 # re-measured when files are added). Raise a floor when a merge raises the fraction; never lower
 # one for the same files.
 FLOOR_DATE = "2026-12-02"
-FLOORS = {"found": 0.981, "read_right": 0.950, "sized": 0.881}
+FLOORS = {"found": 0.978, "read_right": 0.911, "sized": 0.843}
 
 # XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).
