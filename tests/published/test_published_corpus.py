@@ -52,24 +52,8 @@ XFAIL_SERVERS: dict[str, str] = {
         "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
     'llm-d/wide-ep-deepseek-v4-decode-lws.yaml::LeaderWorkerSet/wide-ep-lws-nvidia-gpu-vllm-deepseek-v4-decode/vllm':
         'misread: data_parallel_size 1, want 8',
-    'kserve/llmisvc-dp-ep-deepseek-r1-pd-pplx.yaml::LLMInferenceService/deepseek-r1-0528-pd/main@/spec/template/containers/0':
-        'flag not read (unique prefix, alias or spelling): data_parallel_size_local None, want 8; api_server_count None, want 8',
-    'kserve/llmisvc-dp-ep-deepseek-r1-pd-pplx.yaml::LLMInferenceService/deepseek-r1-0528-pd/main@/spec/worker/containers/0':
-        'flag not read (unique prefix, alias or spelling); misread: data_parallel_size_local None, want 8; headless False, want True',
-    'kserve/llmisvc-dp-ep-deepseek-r1-pd-pplx.yaml::LLMInferenceService/deepseek-r1-0528-pd/main@/spec/prefill/template/containers/0':
-        'flag not read (unique prefix, alias or spelling): data_parallel_size_local None, want 8; api_server_count None, want 8',
-    'kserve/llmisvc-dp-ep-deepseek-r1-pd-pplx.yaml::LLMInferenceService/deepseek-r1-0528-pd/main@/spec/prefill/worker/containers/0':
-        'flag not read (unique prefix, alias or spelling); misread: data_parallel_size_local None, want 8; headless False, want True',
     'kserve-website/llmisvc-config-composition.yaml::LLMInferenceService/my-llama-service/-':
         "model by local path: the id is in an init container's download; device not evident to the reader: model '/mnt/models', want 'meta-llama/Llama-3.1-8B-Instruct...",
-    'kserve-website/llmisvc-llama-70b-production.yaml::LLMInferenceService/llama-70b-production/main@/spec/template/containers/0':
-        'flag not read (unique prefix, alias or spelling): data_parallel_size_local None, want 4; api_server_count None, want 8',
-    'kserve-website/llmisvc-llama-70b-production.yaml::LLMInferenceService/llama-70b-production/main@/spec/worker/containers/0':
-        'flag not read (unique prefix, alias or spelling); misread: data_parallel_size_local None, want 4; headless False, want True',
-    'kserve-website/llmisvc-llama-70b-multinode-wva.yaml::LLMInferenceService/llama-70b-multinode/main@/spec/template/containers/0':
-        'flag not read (unique prefix, alias or spelling): data_parallel_size_local None, want 4; api_server_count None, want 8',
-    'kserve-website/llmisvc-llama-70b-multinode-wva.yaml::LLMInferenceService/llama-70b-multinode/main@/spec/worker/containers/0':
-        'flag not read (unique prefix, alias or spelling); misread: data_parallel_size_local None, want 4; headless False, want True',
     'gke-samples/rayservice-gemma-4-31b-tpu-v6e-multihost.yaml::RayService/vllm-tpu-multihost/ray-worker':
         'platform kind RayService not read: not found (RayService vllm-tpu-multihost container ray-worker)',
     'data-on-eks/rayjob-batch-native-vllm.yaml::RayJob/ticket-batch-native/ray-worker':

@@ -362,3 +362,41 @@ spec:
     unknown = [x for x in r.warnings if "no config.json known" in x]
     assert len(unknown) == 1 and "acme--unknown-13b" in unknown[0]  # the way to supply it
     assert not any("add its config.json as the" in x for x in r.warnings)  # not said twice
+
+
+def test_llmisvc_data_parallel_workers_take_kserves_data_parallel_flags():
+    """With worker pods and spec.parallelism.data/dataLocal KServe picks its
+    config-llm-worker-data-parallel template: API servers on the leader (8 unless
+    VLLM_API_SERVER_COUNT says), headless engines on the workers."""
+    obj = yaml.safe_load("""
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: dp}
+spec:
+  model: {uri: "hf://Qwen/Qwen3-8B", name: Qwen/Qwen3-8B}
+  parallelism: {data: 16, dataLocal: 8, tensor: 1}
+  template: {containers: [{name: main}]}
+  worker: {containers: [{name: main}]}
+""")
+    leader, worker = read_workloads(obj)
+    assert leader.settings.data_parallel_size_local == 8 and leader.settings.api_server_count == 8
+    assert worker.settings.data_parallel_size_local == 8 and worker.settings.headless is True
+    obj["spec"]["template"]["containers"][0]["env"] = [{"name": "VLLM_API_SERVER_COUNT", "value": "1"}]
+    assert read_workloads(obj)[0].settings.api_server_count == 1
+
+
+def test_llmisvc_container_with_its_own_non_vllm_command_is_not_a_server():
+    obj = yaml.safe_load("""
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: sim}
+spec:
+  model: {uri: "hf://facebook/opt-125m", name: facebook/opt-125m}
+  template:
+    containers:
+    - name: main
+      image: ghcr.io/llm-d/llm-d-inference-sim:v0.10.0
+      command: ["/app/llm-d-inference-sim"]
+      args: [--port, "8000", --model, facebook/opt-125m]
+""")
+    assert read_workloads(obj) == []

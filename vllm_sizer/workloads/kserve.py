@@ -574,6 +574,29 @@ def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
 MANAGED_DRA_CLASS = "serving.kserve.io/exp-dra-device-class"
 
 
+def _data_parallel_flags(par: dict, container: dict, worker: bool) -> list[str]:
+    """The flags KServe's data-parallel templates add when an LLMInferenceService has worker
+    pods and spec.parallelism.data / dataLocal (pkg/controller/v1alpha2/llmisvc/
+    config_merge.go:336-351 picks config-llm-worker-data-parallel): the leader runs
+    `--data-parallel-size-local DL --api-server-count ${VLLM_API_SERVER_COUNT:-8}`, each worker
+    `--data-parallel-size-local DL --headless` (config/llmisvcconfig/
+    config-llm-worker-data-parallel.yaml:188-199, 470-481; kserve/kserve@aaac4e2)."""
+    local = par.get("dataLocal")
+    local = local if isinstance(local, int) and not isinstance(local, bool) and local > 0 else 1
+    flags = ["--data-parallel-size-local", str(local)]
+    if worker:
+        return [*flags, "--headless"]
+    count = next(
+        (
+            str(_dict(e).get("value"))
+            for e in _list(container.get("env"))
+            if _dict(e).get("name") == "VLLM_API_SERVER_COUNT" and _dict(e).get("value")
+        ),
+        "8",
+    )
+    return [*flags, "--api-server-count", count]
+
+
 def read_llmisvc(obj: dict) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     dra = _dict(_dict(obj.get("metadata")).get("annotations")).get(MANAGED_DRA_CLASS)
@@ -600,6 +623,10 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
         pods = [("template", _dict(workload.get("template")))]
         if isinstance(workload.get("worker"), dict):
             pods.append(("worker", _dict(workload.get("worker"))))
+        data_parallel = any(
+            isinstance(par.get(k), int) and not isinstance(par.get(k), bool) and par[k] > 0
+            for k in ("data", "dataLocal")
+        )
         for where, pod in pods:
             containers = _list(pod.get("containers"))
             idx = next(
@@ -618,6 +645,19 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
                 )
             else:
                 container = _dict(containers[idx])
+            pod_flags = list(flags)
+            if data_parallel and len(pods) > 1:
+                pod_flags += _data_parallel_flags(par, container, worker=where == "worker")
+                view_notes.append(
+                    (
+                        "info",
+                        "data parallel over worker pods: KServe's "
+                        "config-llm-worker-data-parallel runs "
+                        + (
+                            "headless engines here" if where == "worker" else "the API servers here"
+                        ),
+                    )
+                )
             views.append(
                 ContainerView(
                     name="main",
@@ -627,7 +667,7 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
                     resources_path=pointer(*base, where, "containers", idx, "resources"),
                     storage_uri=uri,
                     model_uri=uri,
-                    extra_flags=flags,
+                    extra_flags=pod_flags,
                     llmisvc=True,
                     notes=view_notes,
                     dra_classes=dra_classes,

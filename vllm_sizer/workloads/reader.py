@@ -1016,6 +1016,10 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                     "not add spec.model.lora's flags",
                 )
             )
+        if located is None and command:
+            # the container replaces KServe's command with its own that runs no vLLM (the
+            # llm-d inference simulator, a mock): not a vLLM server
+            return None
         if located is None:
             # KServe's template: vllm serve <model> ... $VLLM_ADDITIONAL_ARGS, then the
             # container's args, in front of which KServe puts the LoRA flags
