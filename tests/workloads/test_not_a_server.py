@@ -257,3 +257,31 @@ def test_a_placeholder_left_in_a_script_is_said():
     (w,) = read_workloads(pod(["sh", "-c"], [
         "vllm serve --model <model-path> --served-model-name <model-name> --max-model-len 4096"]))
     assert any("placeholder <model-name>, <model-path>" in d.message for d in w.diagnostics)
+
+
+def test_shell_arithmetic_and_the_lws_group_size_are_computed():
+    """`$((LWS_GROUP_SIZE * DP_SIZE_LOCAL))`: the LWS controller sets LWS_GROUP_SIZE to the
+    group size (and LWS_WORKER_INDEX to 0 on the leader); the shell computes the product."""
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "wide"},
+           "spec": {"leaderWorkerTemplate": {"size": 2, "leaderTemplate": {"spec": {"containers": [{
+               "name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+               "env": [{"name": "DP_SIZE_LOCAL", "value": "4"}],
+               "command": ["/bin/bash", "-c",
+                           "START_RANK=$(( ${LWS_WORKER_INDEX:-0} * DP_SIZE_LOCAL ))\n"
+                           "vllm serve Qwen/Qwen3-8B --data-parallel-size "
+                           "$((LWS_GROUP_SIZE * DP_SIZE_LOCAL)) --data-parallel-start-rank "
+                           "$START_RANK"]}]}}}}}
+    (w,) = read_workloads(lws)
+    assert w.settings.data_parallel_size == 8
+    assert not any("not in the container's env" in d.message for d in w.diagnostics)
+
+
+def test_eval_runs_its_words_and_command_substitution_is_the_shells():
+    (w,) = read_workloads(pod(["/bin/bash", "-c"], [
+        'STAMP=$(date +%s); eval "exec vllm serve Qwen/Qwen3-8B --max-model-len 4096"']))
+    assert w.settings.max_model_len == 4096
+    assert not any("$(date" in d.message and "env" in d.message for d in w.diagnostics)
+    # a Ray worker started through eval is no server
+    assert read_workloads(pod(["/bin/bash", "-c"], [
+        'ulimit -n 65536 && eval "ray start --address=$RAY_ADDR" && tail -f /dev/null'])) == []

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from . import limits
+
+# what can name an environment variable in a pod (the kubelet leaves any other `$(...)` alone)
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 
 
 def kube_expand(
@@ -49,7 +53,8 @@ def kube_expand(
             value = lookup(name)
             if value is None:
                 out.append(f"$({name})")
-                unresolved.append(name)
+                if _ENV_NAME.fullmatch(name):  # `$(date +%s)`, `$((A*B))`: the shell's, not ours
+                    unresolved.append(name)
             elif size + len(value) > limits.MAX_VALUE_CHARS or not limits.current().take(
                 len(value), f"$({name[:40]})"
             ):

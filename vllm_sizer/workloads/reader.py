@@ -379,6 +379,7 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
         return _pod_views(spec, ("spec",))
     if kind == "LeaderWorkerSet":
         lwt = _dict(spec.get("leaderWorkerTemplate"))
+        size = lwt.get("size")
         views: list[ContainerView] = []
         for key in ("leaderTemplate", "workerTemplate"):
             tmpl = _dict(lwt.get(key))
@@ -387,6 +388,12 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
                     _dict(tmpl.get("spec")), ("spec", "leaderWorkerTemplate", key, "spec")
                 ):
                     v.injected_env = LWS_ENV
+                    # the LWS controller's values (sigs.k8s.io/lws@060ab4d pkg/utils/pod/
+                    # pod_utils.go:131-175): LWS_GROUP_SIZE is the size, the leader is index 0
+                    if isinstance(size, int) and not isinstance(size, bool) and 0 < size < 10**6:
+                        v.injected_values["LWS_GROUP_SIZE"] = str(size)
+                    if key == "leaderTemplate":
+                        v.injected_values["LWS_WORKER_INDEX"] = "0"
                     views.append(v)
         return views
     if group == "serving.kserve.io":
@@ -439,6 +446,15 @@ def _prefix_env(argv: list[str], flags_start: int) -> dict[str, str]:
     return out
 
 
+def _eval_script(argv: list[str]) -> tuple[str, list[str]] | None:
+    """`eval WORDS...`: the shell runs its arguments, joined by spaces, as a script (POSIX
+    eval); KServe's data-parallel template and Ray start lines use it."""
+    head = executed(argv)
+    if len(head) > 1 and os.path.basename(head[0]) == "eval":
+        return " ".join(head[1:]), ["sh"]
+    return None
+
+
 def _script_file(argv: list[str], files: dict[str, str]) -> tuple[str, list[str]] | None:
     """(script text, $0 and its arguments) when argv runs a script file whose text is known:
     `bash FILE ARGS`, `FILE ARGS`, `source FILE` with FILE mounted from a ConfigMap or written
@@ -482,9 +498,7 @@ def _locate_all(
     hf = _find_hf(argv) if executes_vllm(argv) else None
     if hf is not None:
         return [_Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])]
-    sh = find_shell(argv)
-    if sh is None:
-        sh = _script_file(argv, files)
+    sh = find_shell(argv) or _eval_script(argv) or _script_file(argv, files)
     if sh is None or depth >= 4:
         return []
     script, rest = sh
@@ -585,7 +599,7 @@ def _starts_no_server(
     ):
         rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
         return bool(rest) and rest[0] == "worker"
-    sh = find_shell(head) or _script_file(head, files or {})
+    sh = find_shell(head) or _eval_script(head) or _script_file(head, files or {})
     if sh is not None:
         if depth >= 4:
             return False
@@ -844,6 +858,11 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 
     env, unknown, maybe_env, env_diags = _read_env(c)
     diags += env_diags
+    for name, value in view.injected_values.items():
+        if (
+            name not in env and name not in unknown
+        ):  # the pod's own env wins (addEnvVarsIfNotExists)
+            env[name] = value
     unknown |= {name for name in view.injected_env if name not in env}
 
     # command / args with the kubelet's $(VAR) expansion

@@ -53,6 +53,52 @@ KEYWORDS = {
     "for",
     "in",
 }
+# $(( ... )): integers, names ($X, ${X}, X), operators, parentheses, spaces
+_ARITH_TOKEN = re.compile(
+    r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$?[A-Za-z_][A-Za-z0-9_]*|\d+|[-+*/%()]|\s+|."
+)
+
+
+def _arith_sum(tokens: list[str]) -> tuple[int, list[str]]:
+    value, rest = _arith_product(tokens)
+    while rest and rest[0] in "+-":
+        op, (rhs, rest) = rest[0], _arith_product(rest[1:])
+        value = value + rhs if op == "+" else value - rhs
+    return value, rest
+
+
+def _arith_product(tokens: list[str]) -> tuple[int, list[str]]:
+    value, rest = _arith_unary(tokens)
+    while rest and rest[0] in ("*", "/", "%"):
+        op, (rhs, rest) = rest[0], _arith_unary(rest[1:])
+        if op == "*":
+            value *= rhs
+        elif op == "/":
+            value = int(value / rhs)  # the shell truncates toward zero
+        else:
+            value = value - rhs * int(value / rhs)
+        if abs(value) > 10**18:
+            raise ValueError("out of range")
+    return value, rest
+
+
+def _arith_unary(tokens: list[str]) -> tuple[int, list[str]]:
+    tok = tokens[0]
+    if tok == "(":
+        value, rest = _arith_sum(tokens[1:])
+        if not rest or rest[0] != ")":
+            raise ValueError("unbalanced")
+        return value, rest[1:]
+    if tok == "-":
+        value, rest = _arith_unary(tokens[1:])
+        return -value, rest
+    if tok == "+":
+        return _arith_unary(tokens[1:])
+    if tok.lstrip("-").isdigit():
+        return int(tok), tokens[1:]
+    raise ValueError(f"not an arithmetic token: {tok!r}")
+
+
 MAX_SCRIPT = 200_000  # characters; longer scripts are read up to this point
 MAX_DEPTH = 4  # nested `sh -c` levels
 
@@ -131,6 +177,31 @@ class _Tokenizer:
         if name in self.unknown or self.maybe_env:
             return "unknown", None
         return "unset", None
+
+    def _arith(self, expr: str) -> str | None:
+        """An arithmetic expansion of integers, known variables ($X, ${X}, X), + - * / % and
+        parentheses, as the shell computes it; None when a variable is unknown or the
+        expression is anything else (left unknown, never guessed)."""
+        if len(expr) > 200:
+            return None
+        tokens: list[str] = []
+        for tok in _ARITH_TOKEN.findall(expr):
+            if tok.isspace():
+                continue
+            name = tok.lstrip("$").strip("{}")
+            if _NAME_RE.fullmatch(name):
+                state, value = self._state(name)
+                if state != "set" or value is None or not value.strip().lstrip("-").isdigit():
+                    return None
+                tok = value.strip()
+            tokens.append(tok)
+        try:  # anything but integers and + - * / % ( ) raises in the parser
+            value, rest = _arith_sum(tokens)
+        except (ValueError, ZeroDivisionError, IndexError):
+            return None
+        if rest or abs(value) > 10**18:
+            return None
+        return str(value)
 
     def _special(self, name: str) -> tuple[str, str | None]:
         if name.isascii() and name.isdigit():
@@ -212,6 +283,10 @@ class _Tokenizer:
         if nxt == "(":
             end = self._match(i + 1, "(", ")")
             self.i = end
+            if s.startswith("((", i + 1) and s.endswith("))", 0, end):
+                value = self._arith(s[i + 3 : end - 2])  # $(( expression ))
+                if value is not None:
+                    return "set", value, s[i:end], False
             return "unknown", "", s[i:end], False
         if nxt == "{":
             end = self._match(i + 1, "{", "}")

@@ -23,6 +23,8 @@ class ContainerView:
     notes: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
     skip_reason: str | None = None
     injected_env: tuple[str, ...] = ()  # set by a controller at runtime (values unknown)
+    # set by a controller with values known from the object (LWS_GROUP_SIZE: the LWS size)
+    injected_values: dict[str, str] = field(default_factory=dict)
     # False: the object cannot carry this container's memory limit (the platform builds the
     # pod, or the kind is read by structure only): estimated and reported, never patched
     patchable: bool = True
