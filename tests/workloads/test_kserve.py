@@ -400,3 +400,48 @@ spec:
       args: [--port, "8000", --model, facebook/opt-125m]
 """)
     assert read_workloads(obj) == []
+
+
+def test_llmisvc_base_refs_compose_the_spec_as_kserve_does():
+    """baseRefs: LLMInferenceServiceConfigs of the service's namespace, else KServe's system
+    namespace, merged in order, the service's own spec on top; a config is no server itself."""
+    from vllm_sizer.policy.cluster import ClusterContext
+
+    docs = list(yaml.safe_load_all("""
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceServiceConfig
+metadata: {name: model-qwen, namespace: kserve}
+spec:
+  model: {uri: "hf://Qwen/Qwen3-8B", name: Qwen/Qwen3-8B}
+---
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceServiceConfig
+metadata: {name: one-gpu, namespace: team}
+spec:
+  template:
+    containers:
+    - name: main
+      image: vllm/vllm-openai:v0.11.0
+      command: [vllm, serve, /mnt/models]
+      resources: {limits: {nvidia.com/gpu: "1", memory: 32Gi}}
+---
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata: {name: svc, namespace: team}
+spec:
+  baseRefs: [{name: model-qwen}, {name: one-gpu}]
+  template:
+    containers:
+    - name: main
+      resources: {limits: {memory: 48Gi}}
+"""))
+    ctx = ClusterContext.from_objects(docs).read_context("team")
+    (w,) = read_workloads(docs[2], ctx)
+    assert w.model == "Qwen/Qwen3-8B" and w.device == "cuda"
+    assert w.limit_bytes == 48 * 2**30  # the service's own value over the config's
+    assert read_workloads(docs[1]) == []  # the config itself serves nothing
+    # another tenant's namespace is never read
+    other = ClusterContext.from_objects(docs).read_context("elsewhere")
+    (w,) = read_workloads({**docs[2], "metadata": {"name": "svc", "namespace": "elsewhere"}}, other)
+    assert w.device != "cuda"
+    assert any("one-gpu: LLMInferenceServiceConfig not visible" in d.message for d in w.diagnostics)

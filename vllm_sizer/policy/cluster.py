@@ -33,6 +33,10 @@ log = logging.getLogger("vllm_sizer.cluster")
 MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
 # Cluster-scoped objects a platform's resource names (llmaz Playground → OpenModel)
 REFERENCED_KINDS = ("OpenModel",)
+# Namespaced objects a resource names, looked up in its own namespace first and then in its
+# platform's system namespace, as the platform does: KServe's LLMInferenceServiceConfig
+# (kserve/kserve@aaac4e2 pkg/controller/v1alpha2/llmisvc/config_merge.go:823-840, `kserve`)
+NAMESPACED_REFERENCED_KINDS = {"LLMInferenceServiceConfig": "kserve"}
 # ConfigMap keys must match [-._a-zA-Z0-9]+, so "Org/Name" cannot be a key: write it as
 # "Org--Name" (the first "--" stands for the "/"). Both spellings are accepted.
 KEY_SLASH = "--"
@@ -155,6 +159,10 @@ class ClusterContext:
     config_maps: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     # cluster-scoped objects platforms refer to by name (REFERENCED_KINDS), by (kind, name)
     objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # namespaced objects platforms refer to (NAMESPACED_REFERENCED_KINDS): namespace → objects
+    namespaced_objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = field(
+        default_factory=dict
+    )
 
     # ---- building
     @classmethod
@@ -179,6 +187,11 @@ class ClusterContext:
                 name = _meta(o).get("name")
                 if isinstance(name, str) and name:
                     ctx.objects.setdefault((kind, name), o)
+        for kind in NAMESPACED_REFERENCED_KINDS:
+            for o in by_kind.get(kind, []):
+                name = _meta(o).get("name")
+                if isinstance(name, str) and name:
+                    ctx.namespaced_objects.setdefault(_ns(o), {}).setdefault((kind, name), o)
         for cm in by_kind.get("ConfigMap", []):
             name = _meta(cm).get("name")
             data = {str(k): v for k, v in _dict(cm.get("data")).items() if isinstance(v, str)}
@@ -225,8 +238,21 @@ class ClusterContext:
             cluster_serving_runtimes=self.cluster_serving_runtimes,
             model_resolver=resolve,
             config_maps=dict(self.config_maps.get(ns, {})),
-            objects=self.objects,
+            objects=self._objects_for(ns),
         )
+
+    def _objects_for(self, ns: str) -> dict[tuple[str, str], dict[str, Any]]:
+        """Cluster-scoped referenced objects, then each namespaced kind's objects of the
+        platform's system namespace, then the object's own namespace's (which win)."""
+        if not self.namespaced_objects:
+            return self.objects
+        out = dict(self.objects)
+        for kind, system in NAMESPACED_REFERENCED_KINDS.items():
+            for where in (system, ns):
+                for key, o in self.namespaced_objects.get(where, {}).items():
+                    if key[0] == kind:
+                        out[key] = o
+        return out
 
 
 def limit_range_maxima(items: Iterable[Any]) -> dict[str, int]:

@@ -597,13 +597,63 @@ def _data_parallel_flags(par: dict, container: dict, worker: bool) -> list[str]:
     return [*flags, "--api-server-count", count]
 
 
-def read_llmisvc(obj: dict) -> list[ContainerView]:
+def _strategic_merge(base: Any, over: Any) -> Any:
+    """Kubernetes strategic merge of two LLMInferenceService specs, enough for sizing: maps
+    merge key by key, lists of named items (containers, env, volumes) merge by name, other
+    values and lists are replaced by the later one."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = _strategic_merge(base[k], v) if k in base else v
+        return out
+    if (
+        isinstance(base, list)
+        and isinstance(over, list)
+        and all(isinstance(i, dict) and "name" in i for i in base + over)
+    ):
+        merged = {i["name"]: i for i in base}
+        for i in over:
+            merged[i["name"]] = _strategic_merge(merged[i["name"]], i) if i["name"] in merged else i
+        return list(merged.values())
+    return over
+
+
+def with_base_refs(obj: dict, objects: dict) -> tuple[dict, list[tuple[str, str]]]:
+    """The object with spec.baseRefs applied as KServe does: each LLMInferenceServiceConfig
+    (its own namespace, else `kserve`), in order, then the object's own spec on top
+    (config_merge.go:357-384 MergeSpecs(configs..., llmSvc.Spec)); notes say what was used."""
+    spec = _dict(obj.get("spec"))
+    refs = [_dict(r).get("name") for r in _list(spec.get("baseRefs"))]
+    if not refs:
+        return obj, []
+    merged: Any = {}
+    notes: list[tuple[str, str]] = []
+    for name in refs[:32]:
+        cfg = objects.get(("LLMInferenceServiceConfig", str(name)))
+        if cfg is None:
+            notes.append(
+                (
+                    "warning",
+                    f"baseRef {name}: LLMInferenceServiceConfig not visible here, what it sets "
+                    "is unknown",
+                )
+            )
+            continue
+        merged = _strategic_merge(merged, _dict(cfg.get("spec")))
+        notes.append(("info", f"spec composed with LLMInferenceServiceConfig {name}"))
+    merged = _strategic_merge(merged, {k: v for k, v in spec.items() if k != "baseRefs"})
+    return {**obj, "spec": merged}, notes
+
+
+def read_llmisvc(obj: dict, objects: dict | None = None) -> list[ContainerView]:
+    obj, ref_notes = with_base_refs(obj, objects or {})
     spec = _dict(obj.get("spec"))
     dra = _dict(_dict(obj.get("metadata")).get("annotations")).get(MANAGED_DRA_CLASS)
     dra_classes = (dra.strip(),) if isinstance(dra, str) and dra.strip() else ()
     model = _dict(spec.get("model"))
     uri = model.get("uri") if isinstance(model.get("uri"), str) else None
     lora_flags, notes = _lora_flags(_dict(model.get("lora")))
+    notes = ref_notes + notes
     views: list[ContainerView] = []
     for base, workload in ((("spec",), spec), (("spec", "prefill"), _dict(spec.get("prefill")))):
         if base == ("spec", "prefill") and not workload:

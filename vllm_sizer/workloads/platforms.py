@@ -67,8 +67,9 @@ def is_pod_spec(node: Any) -> bool:
     )
 
 
-# KServe runtimes: the container an InferenceService's predictor gets, never a server by itself
-RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
+# KServe runtimes and LLMInferenceService configs: templates an InferenceService or an
+# LLMInferenceService takes its container from, never a server by themselves
+RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime", "LLMInferenceServiceConfig")
 
 
 def find_pod_templates(obj: dict) -> list[tuple[tuple[str | int, ...], dict]]:

@@ -343,6 +343,8 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
         return []
     spec_entry = kinds.lookup(api, kind)
     spec = _dict(obj.get("spec"))
+    if kind in platforms.RUNTIME_KINDS:
+        return []  # a template others take their container from (read through them)
     if spec_entry is None:
         if "." not in kinds.group_of(api):
             return []  # a built-in kind with no pod template (core, apps, batch, policy, ...)
@@ -400,7 +402,7 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
         if kind == "InferenceService":
             return read_isvc(obj, _dict(ctx.serving_runtimes), _dict(ctx.cluster_serving_runtimes))
         if kind == "LLMInferenceService":
-            return read_llmisvc(obj)
+            return read_llmisvc(obj, ctx.objects)
     if kind == "DynamoGraphDeployment":
         return platforms.read_dynamo(obj)
     if kind == "VLLMRuntime":
