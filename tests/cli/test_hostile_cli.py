@@ -111,3 +111,14 @@ def test_unreadable_files_are_reported_and_the_rest_checked(capsys, tmp_path):
     names = [row["name"] for row in json.loads(out)]
     assert names == ["good", "also-good"]  # the broken file's first document is still read
     assert "a-binary.yaml" in err and "b-broken.yaml: document 2" in err and "nope.yaml" in err
+
+
+def test_documents_after_a_broken_one_are_still_checked(capsys, tmp_path):
+    """A Secret with an unfilled `{{HF_TOKEN}}` (as some published samples ship) is said with
+    its position; the vLLM Deployment after it is still decided."""
+    f = tmp_path / "sample.yaml"
+    f.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n"
+                 "  token: {{HF_TOKEN}}\n---\n" + GOOD)
+    rc, out, err = run(capsys, "check", "-o", "json", str(f))
+    assert rc == 2 and "sample.yaml: document 1" in err
+    assert [row["name"] for row in json.loads(out)] == ["good"]

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
-from ..workloads import limits
 from ..policy.cluster import ClusterContext
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
+from ..workloads import limits
 
 CONTEXT_KINDS = {"LimitRange", "ServingRuntime", "ClusterServingRuntime"}
 
@@ -90,6 +91,21 @@ def _read_text(f: Path | None) -> str:
     return data.decode("utf-8") if isinstance(data, bytes) else data
 
 
+_DOCUMENT_START = re.compile(r"^---(?=[ \t]|$)", re.M)
+
+
+def _document_chunks(text: str) -> list[str]:
+    """The text cut at each `---` that starts a line (a document start: block scalars are
+    indented, so one at column 0 always ends the document before), so that one broken document
+    does not take the rest of the file with it. A chunk keeps its `---`."""
+    cuts = [m.start() for m in _DOCUMENT_START.finditer(text)]
+    if not cuts or cuts[0] != 0:
+        cuts.insert(0, 0)
+    return [
+        text[a:b] for a, b in zip(cuts, [*cuts[1:], len(text)], strict=True) if text[a:b].strip()
+    ]
+
+
 def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> list[dict[str, Any]]:
     """The Kubernetes objects in the files (List kinds flattened). With `errors`, an unreadable
     file or document is described there (file and document number) and reading goes on with
@@ -104,8 +120,15 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
             problems.append(f"{name}: {_first_line(exc)}")
             continue
         position = 0
-        try:
-            for doc in limits.load_all_yaml(text):
+        for chunk in _document_chunks(text):
+            try:
+                parsed = list(limits.load_all_yaml(chunk))
+            except (yaml.YAMLError, limits.LimitExceeded, RecursionError, ValueError) as exc:
+                # one broken document: said with its position, the next ones are still read
+                problems.append(f"{name}: document {position + 1}: {_first_line(exc)}")
+                position += 1
+                continue
+            for doc in parsed:
                 position += 1
                 where = f"{name}: document {position}"
                 if doc is None:
@@ -129,9 +152,6 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
                             problems.append(f"{where} item {k}: not a Kubernetes object")
                 else:
                     docs.append(doc)
-        except (yaml.YAMLError, limits.LimitExceeded, RecursionError, ValueError) as exc:
-            # documents before the broken one were read; YAML cannot resync after it
-            problems.append(f"{name}: document {position + 1}: {_first_line(exc)}")
         if errors is None and problems:
             raise InputError(problems[0])
     return docs
