@@ -285,3 +285,29 @@ def test_eval_runs_its_words_and_command_substitution_is_the_shells():
     # a Ray worker started through eval is no server
     assert read_workloads(pod(["/bin/bash", "-c"], [
         'ulimit -n 65536 && eval "ray start --address=$RAY_ADDR" && tail -f /dev/null'])) == []
+
+
+def test_bash_arrays_build_the_command_line():
+    """production-stack's Ray entrypoint: ARGS=( vllm serve ... ); ARGS+=( ... ); exec "${ARGS[@]}"."""
+    (w,) = read_workloads(pod(["/bin/bash", "-c"], [
+        'ARGS=(\n  "vllm"\n  "serve"\n  "Qwen/Qwen3-8B"\n)\nARGS+=("--max-model-len" "4096")\n'
+        'EXTRA=(--max-num-seqs 8)\necho "Executing: ${ARGS[@]}"\nexec "${ARGS[@]}" ${EXTRA[*]}']))
+    assert w.model == "Qwen/Qwen3-8B"
+    assert w.settings.max_model_len == 4096 and w.settings.max_num_seqs == 8
+
+
+def test_a_chart_render_configmap_without_namespace_is_the_default_namespaces():
+    """helm template puts the workload in `default` and leaves its ConfigMap without a namespace:
+    for `check` both are the current namespace, so the mounted script is read."""
+    from vllm_sizer.policy.cluster import ClusterContext
+
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "start"},
+          "data": {"start.sh": SCRIPT}}
+    obj = _mounted(["bash", "/scripts/start.sh"], {"name": "s", "mountPath": "/scripts"},
+                   {"name": "s", "configMap": {"name": "start"}})
+    obj["metadata"]["namespace"] = "default"
+    (w,) = read_workloads(obj, ClusterContext.from_objects([cm]).read_context("default"))
+    assert w.model == "Qwen/Qwen3-8B"
+    # another namespace never sees it
+    (w,) = read_workloads(obj, ClusterContext.from_objects([cm]).read_context("team"))
+    assert w.settings is None

@@ -237,9 +237,24 @@ class ClusterContext:
             serving_runtimes=dict(self.serving_runtimes.get(ns, {})),
             cluster_serving_runtimes=self.cluster_serving_runtimes,
             model_resolver=resolve,
-            config_maps=dict(self.config_maps.get(ns, {})),
+            config_maps=self._config_maps_for(ns),
             objects=self._objects_for(ns),
         )
+
+    @staticmethod
+    def _same_namespace(ns: str) -> tuple[str, ...]:
+        """`check` input: an object without a namespace is applied to the current one,
+        `default` unless kubectl says otherwise, so "" and "default" name one namespace (a
+        chart render puts its workloads in `default` and leaves its ConfigMaps without one)."""
+        return ("", "default") if ns in ("", "default") else (ns,)
+
+    def _config_maps_for(self, ns: str) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for where in reversed(self._same_namespace(ns)):  # the object's own spelling wins
+            out.update(self.config_maps.get(where, {}))
+        if ns in ("", "default"):
+            out.update(self.config_maps.get(ns, {}))
+        return out
 
     def _objects_for(self, ns: str) -> dict[tuple[str, str], dict[str, Any]]:
         """Cluster-scoped referenced objects, then each namespaced kind's objects of the
@@ -248,7 +263,7 @@ class ClusterContext:
             return self.objects
         out = dict(self.objects)
         for kind, system in NAMESPACED_REFERENCED_KINDS.items():
-            for where in (system, ns):
+            for where in (system, *self._same_namespace(ns)):
                 for key, o in self.namespaced_objects.get(where, {}).items():
                     if key[0] == kind:
                         out[key] = o

@@ -53,6 +53,11 @@ KEYWORDS = {
     "for",
     "in",
 }
+# bash arrays: an array literal travels as one word, marked, its elements joined by a
+# separator no script contains; ${A[@]} / ${A[*]} / ${A[N]} read it back
+ARRAY_MARK, ARRAY_SEP = "\x1f", "\x1e"
+_ARRAY_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_ARRAY_REF = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(@|\*|\d{1,4})\]")
 # $(( ... )): integers, names ($X, ${X}, X), operators, parentheses, spaces
 _ARITH_TOKEN = re.compile(
     r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$?[A-Za-z_][A-Za-z0-9_]*|\d+|[-+*/%()]|\s+|."
@@ -168,6 +173,7 @@ class _Tokenizer:
         self.unknown = unknown
         self.maybe_env = maybe_env
         self.positional = positional  # $0, $1, ...
+        self.arrays: dict[str, list[str]] = {}  # bash arrays: NAME=( ... ), NAME+=( ... )
         self.i = 0
 
     # ---------------------------------------------------------------- variable lookup
@@ -271,7 +277,7 @@ class _Tokenizer:
         """At a `$`: returns (kind, text, literal, is_at) where kind is set/unknown/unset/lit;
         a value past the expansion bounds is returned as unknown (limits.py)."""
         kind, value, literal, is_at = self._dollar_raw()
-        if kind == "set":
+        if kind in ("set", "array"):
             size = len(" ".join(self.positional[1:])) if is_at else len(value)
             if size and not limits.current().take(size, f"shell expansion {literal[:40]}"):
                 return "unknown", "", literal, False
@@ -292,6 +298,18 @@ class _Tokenizer:
             end = self._match(i + 1, "{", "}")
             self.i = end
             inner = s[i + 2 : end - 1]
+            am = _ARRAY_REF.fullmatch(inner)
+            if am and am.group(1) in self.arrays:
+                items = self.arrays[am.group(1)]
+                if am.group(2) in ("@", "*"):
+                    return (
+                        "array" if am.group(2) == "@" else "set",
+                        (ARRAY_SEP.join(items) if am.group(2) == "@" else " ".join(items)),
+                        s[i:end],
+                        False,
+                    )
+                k = int(am.group(2))
+                return "set", items[k] if k < len(items) else "", s[i:end], False
             state, value = self._braced(inner)
             return state, value or "", s[i:end], inner in ("@", "*")
         m = _NAME_RE.match(s, i + 1) if nxt else None
@@ -404,8 +422,18 @@ class _Tokenizer:
                     add_split(p)
 
         def expansion(quoted: bool) -> None:
-            nonlocal have
+            nonlocal have, cur
             kind, value, literal, is_at = self._dollar()
+            if kind == "array":  # "${A[@]}": one word per element; unquoted: split too
+                for k, item in enumerate(value.split(ARRAY_SEP) if value else []):
+                    if k > 0:
+                        end_word()
+                    if quoted:
+                        cur.append(item)
+                        have = True
+                    else:
+                        add_split(item)
+                return
             if kind == "lit":
                 cur.append(literal)
                 have = True
@@ -427,6 +455,17 @@ class _Tokenizer:
             if c in " \t\r":
                 end_word()
                 self.i += 1
+            elif c == "(" and have and _ARRAY_ASSIGN.fullmatch("".join(cur)):
+                # NAME=( a "b c" $X ): the elements, expanded as words, in one marked word
+                end = self._match(self.i, "(", ")")
+                inner = s[self.i + 1 : end - 1]
+                sub = _Tokenizer(
+                    inner, self.vars, self.unknown, self.maybe_env, self.positional, self.depth + 1
+                )
+                sub.arrays = self.arrays
+                items = [w for raw in sub.commands() for w in raw.words]
+                cur.append(ARRAY_MARK + ARRAY_SEP.join(items))
+                self.i = end
             elif c == "\n" or c in ";|()&":
                 if c == "&" and self.i + 1 < n and s[self.i + 1] == ">":  # &> file
                     end_word()
@@ -564,6 +603,9 @@ def run_script(
         return _run_script(script, env, unknown, maybe_env, positional)
 
 
+_ARRAY_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=\x1f(.*)", re.S)
+
+
 def _run_script(
     script: str,
     env: dict[str, str],
@@ -603,6 +645,18 @@ def _run_script(
         # A conditional assignment is applied only when its value is fully known: an
         # unknown value must not replace a known one on a branch that may not run.
         skip_assign = (depth > 0 or after_logical) and bool(unresolved)
+        arrays = [m for m in (_ARRAY_WORD.match(w) for w in ws) if m]
+        if arrays and len(arrays) == len(ws):  # only array assignments: NAME=( ) / NAME+=( )
+            for m in arrays:
+                items = m.group(3).split(ARRAY_SEP) if m.group(3) else []
+                if m.group(2):
+                    tok.arrays.setdefault(m.group(1), []).extend(items)
+                else:
+                    tok.arrays[m.group(1)] = items
+                if len(tok.arrays[m.group(1)]) > limits.MAX_ARGS:
+                    del tok.arrays[m.group(1)]  # past the bounds: unknown, left literal
+                    budget.note(f"array {m.group(1)} with more than {limits.MAX_ARGS} items")
+            continue
         prefix: dict[str, str] = {}
         k = 0
         while k < len(ws) and _ASSIGN_RE.match(ws[k]):
