@@ -35,8 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="list every server, not only the failures")
     ap.add_argument("--json", action="store_true", help="print JSON")
-    ap.add_argument("--xfail", action="store_true",
-                    help="print XFAIL_SERVERS / XFAIL_UNTOUCHED for the cases failing now")
+    ap.add_argument(
+        "--xfail",
+        action="store_true",
+        help="print XFAIL_SERVERS / XFAIL_UNTOUCHED for the cases failing now",
+    )
     args = ap.parse_args(argv)
 
     files = corpus.evaluate()
@@ -49,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         print("}\n\nXFAIL_UNTOUCHED: dict[str, str] = {")
         for f in files:
             if f.touched:
-                print(f"    {f.entry['file']!r}:\n        {('a Workload for ' + ', '.join(f.touched))!r},")
+                print(
+                    f"    {f.entry['file']!r}:\n        {('a Workload for ' + ', '.join(f.touched))!r},"
+                )
         print("}")
         return 0
     per: dict[str, list[corpus.ServerResult]] = defaultdict(list)
@@ -63,17 +68,37 @@ def main(argv: list[str] | None = None) -> int:
     fr = corpus.fractions()
 
     if args.json:
-        print(json.dumps({
-            "fractions": fr,
-            "projects": {p: {"files": nfiles[p], "servers": len(rs),
-                             "found": sum(r.found for r in rs),
-                             "read_right": sum(r.read_right for r in rs),
-                             "sized": sum(r.sized for r in rs),
-                             "non_vllm_touched": touched[p]} for p, rs in sorted(per.items())},
-            "servers": [{"id": r.id, "found": r.found, "read_right": r.read_right,
-                         "sized": r.sized, "problems": r.problems,
-                         "why_not_sized": r.why_not_sized} for rs in per.values() for r in rs],
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "fractions": fr,
+                    "projects": {
+                        p: {
+                            "files": nfiles[p],
+                            "servers": len(rs),
+                            "found": sum(r.found for r in rs),
+                            "read_right": sum(r.read_right for r in rs),
+                            "sized": sum(r.sized for r in rs),
+                            "non_vllm_touched": touched[p],
+                        }
+                        for p, rs in sorted(per.items())
+                    },
+                    "servers": [
+                        {
+                            "id": r.id,
+                            "found": r.found,
+                            "read_right": r.read_right,
+                            "sized": r.sized,
+                            "problems": r.problems,
+                            "why_not_sized": r.why_not_sized,
+                        }
+                        for rs in per.values()
+                        for r in rs
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
 
     head = f"{'project':<18}{'files':>6}{'servers':>8}{'found':>7}{'right':>7}{'sized':>7}  non-vLLM touched"
@@ -81,15 +106,21 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head))
     for p in sorted(nfiles):
         rs = per[p]
-        print(f"{p:<18}{nfiles[p]:>6}{len(rs):>8}{sum(r.found for r in rs):>7}"
-              f"{sum(r.read_right for r in rs):>7}{sum(r.sized for r in rs):>7}  {len(touched[p]) or ''}")
+        print(
+            f"{p:<18}{nfiles[p]:>6}{len(rs):>8}{sum(r.found for r in rs):>7}"
+            f"{sum(r.read_right for r in rs):>7}{sum(r.sized for r in rs):>7}  {len(touched[p]) or ''}"
+        )
     total = [r for rs in per.values() for r in rs]
     print("-" * len(head))
-    print(f"{'all':<18}{len(files):>6}{len(total):>8}{sum(r.found for r in total):>7}"
-          f"{sum(r.read_right for r in total):>7}{sum(r.sized for r in total):>7}  "
-          f"{sum(len(t) for t in touched.values()) or ''}")
-    print(f"\nfound {fr['found']:.1%}  read right {fr['read_right']:.1%}  sized {fr['sized']:.1%}"
-          f"  (sized where the manifest names the model: {fr['sized_known_model']:.1%})\n")
+    print(
+        f"{'all':<18}{len(files):>6}{len(total):>8}{sum(r.found for r in total):>7}"
+        f"{sum(r.read_right for r in total):>7}{sum(r.sized for r in total):>7}  "
+        f"{sum(len(t) for t in touched.values()) or ''}"
+    )
+    print(
+        f"\nfound {fr['found']:.1%}  read right {fr['read_right']:.1%}  sized {fr['sized']:.1%}"
+        f"  (sized where the manifest names the model: {fr['sized_known_model']:.1%})\n"
+    )
 
     classes: dict[str, int] = defaultdict(int)
     for r in total:
@@ -97,9 +128,16 @@ def main(argv: list[str] | None = None) -> int:
             for c in corpus.failure_class(r).split("; "):
                 classes[c] += 1
         elif not r.sized:
-            classes["not sized: " + ("model not named by the manifest" if r.server.get("model") is None
-                                     else "unknown model" if "unknown model" in r.why_not_sized
-                                     else r.why_not_sized[:60])] += 1
+            classes[
+                "not sized: "
+                + (
+                    "model not named by the manifest"
+                    if r.server.get("model") is None
+                    else "unknown model"
+                    if "unknown model" in r.why_not_sized
+                    else r.why_not_sized[:60]
+                )
+            ] += 1
     print("failure classes:")
     for k, v in sorted(classes.items(), key=lambda kv: -kv[1]):
         print(f"  {v:>3}  {k}")

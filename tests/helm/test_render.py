@@ -14,7 +14,7 @@ from .conftest import MATRIX, REPO, by_kind, one, render_docs, render_objects, r
 pytestmark = requires_helm
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
-from kubernetes_validate import utils as kv_utils  # noqa: E402
+from kubernetes_validate import utils as kv_utils
 
 # matchConditions are GA (admissionregistration.k8s.io/v1) from 1.30: the chart's kubeVersion.
 # The oldest supported, a middle one and the newest that kubernetes-validate ships.

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -90,7 +91,7 @@ class AuditRow:
 Lister = Callable[[str, str, str | None, str | None], list[dict[str, Any]]]
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "audit",
         help="read-only: every vLLM workload in a cluster, by risk",

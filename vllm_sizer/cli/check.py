@@ -9,15 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
-from ..workloads import limits
 from ..policy.cluster import ClusterContext
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
+from ..workloads import limits
 
 CONTEXT_KINDS = {"LimitRange", "ServingRuntime", "ClusterServingRuntime"}
 
@@ -26,7 +27,7 @@ class InputError(Exception):
     pass
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check",
         help="run the admission decision offline on manifests",
@@ -117,7 +118,7 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
                 if not isinstance(kind, str) or not isinstance(doc.get("apiVersion"), str):
                     problems.append(f"{where}: not a Kubernetes object (no kind/apiVersion)")
                     continue
-                if kind == "List" or kind.endswith("List") and "items" in doc:
+                if kind == "List" or (kind.endswith("List") and "items" in doc):
                     items = doc.get("items")
                     if not isinstance(items, list):
                         problems.append(f"{where}: {kind} items is not a list")

@@ -8,9 +8,9 @@ separately per GPU.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .. import __version__
 from . import constants as C

@@ -8,8 +8,9 @@ published counts (the catalog entries' "published_parameters", tests/estimator/t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -200,7 +201,7 @@ class ModelGeometry(BaseModel, frozen=True):
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelGeometry":
+    def from_hf_config(cls, config: Mapping[str, Any]) -> ModelGeometry:
         if not isinstance(config, Mapping):
             raise MissingConfigField("config", "a config.json object (dict) is required")
         top = dict(config)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from . import constants as C
-from .geometry import ModelGeometry, Quantization, QUANT_BYTES_PER_PARAM
+from .geometry import QUANT_BYTES_PER_PARAM, ModelGeometry, Quantization
 from .units import GiB
 from .versions import VllmVersion
 

@@ -40,7 +40,7 @@ def host_rows(split: str | None = None) -> list[dict[str, Any]]:
     return [r for r in load()["host"] if split in (None, r["split"])]
 
 
-def row_geometry(row: dict[str, Any]):  # noqa: ANN201
+def row_geometry(row: dict[str, Any]):
     """The catalog config with the served checkpoint's quantization_config, or None."""
     from .catalog import model_config
     from .geometry import ModelGeometry
@@ -65,7 +65,7 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     rows = [r for r in (rows if rows is not None else device_rows()) if r["split"] == "fit"]
     out: dict[str, Any] = {}
 
-    def geo(r):  # noqa: ANN001, ANN202
+    def geo(r):
         return row_geometry(r)
 
     # forward factor: first PP stages never run the sampler, so their peak is the forward pass.

@@ -34,7 +34,6 @@ from .geometry import ModelGeometry
 from .units import GiB
 from .versions import VllmVersion
 
-
 # ---------------------------------------------------------------------------- mechanism
 
 
@@ -270,7 +269,7 @@ def _factor_at(tokens: int, rows: list[CalibrationRow]) -> tuple[float, str]:
         return max(by_t.values()), "below-range"
     if tokens > ts[-1]:
         return max(by_t.values()), "extrapolated"
-    for lo, hi in zip(ts, ts[1:] + [ts[-1]]):
+    for lo, hi in zip(ts, [*ts[1:], ts[-1]], strict=True):
         if lo <= tokens <= hi:
             if hi == lo:
                 return by_t[lo], "interpolated"

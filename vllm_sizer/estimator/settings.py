@@ -15,7 +15,7 @@ from . import defaults
 from .constants import PINNED_CPU_KV_GIB_DEFAULT
 from .errors import InvalidSettings
 from .geometry import ModelGeometry
-from .units import GiB, DTYPE_BYTES
+from .units import DTYPE_BYTES, GiB
 from .versions import VllmVersion
 
 Device = Literal["cpu", "cuda", "rocm", "other", "unknown"]
@@ -91,7 +91,7 @@ class EngineSettings(BaseModel):
         "kv_cache_memory_bytes",
     )
     @classmethod
-    def _positive(cls, v: int | None, info):  # noqa: ANN001
+    def _positive(cls, v: int | None, info):
         if v is not None and v <= 0:
             raise ValueError(f"{info.field_name} must be a positive integer, got {v}")
         return v
@@ -112,7 +112,7 @@ class EngineSettings(BaseModel):
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
     @classmethod
-    def _parallel(cls, v: int, info):  # noqa: ANN001
+    def _parallel(cls, v: int, info):
         if v < 1:
             raise ValueError(f"{info.field_name} must be ≥ 1, got {v}")
         return v

@@ -22,10 +22,10 @@ import logging
 import os
 import re
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..policy.cluster import (
-    KEY_SLASH,
     ClusterContext,
     model_configs_by_namespace,
     model_key,
@@ -34,9 +34,6 @@ from ..policy.cluster import (
 from .cluster_listings import (
     ApiClientFactory,
     BackgroundListing,  # noqa: F401
-    ClusterLimitRanges,
-    ClusterServingRuntimes,
-    limit_range_maxima,
     list_items,
 )
 from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
@@ -218,7 +215,7 @@ class HubConfigFetcher:
                     )
                 else:
                     log.warning("Hub answered HTTP %d for %s@%s", resp.status, repo, rev)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             status = "timeout"
             log.warning("Hub fetch of %s@%s timed out after %.1fs", repo, rev, self.timeout)
         except (aiohttp.ClientError, ValueError, OSError) as exc:

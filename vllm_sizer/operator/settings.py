@@ -4,7 +4,8 @@ them from values / a ConfigMap). Every name here is part of the chart's contract
 from __future__ import annotations
 
 import os
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -75,11 +76,11 @@ class OperatorSettings(BaseModel):
 
     @field_validator("headroom", mode="before")
     @classmethod
-    def _headroom(cls, v):  # noqa: ANN001
+    def _headroom(cls, v):
         return parse_headroom(v)
 
     @classmethod
-    def from_env(cls, env: Env | None = None) -> "OperatorSettings":
+    def from_env(cls, env: Env | None = None) -> OperatorSettings:
         env = os.environ if env is None else env
 
         def get(name: str) -> str | None:

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..estimator import catalog
 from ..workloads.model import ReadContext
@@ -154,7 +155,7 @@ class ClusterContext:
     @classmethod
     def from_objects(
         cls, docs: Iterable[Any], trusted_namespace: str | None = None
-    ) -> "ClusterContext":
+    ) -> ClusterContext:
         """From Kubernetes objects (check's input): ServingRuntime, ClusterServingRuntime,
         labelled ConfigMaps, LimitRange. Malformed objects are skipped."""
         docs = [d for d in docs if isinstance(d, dict)]

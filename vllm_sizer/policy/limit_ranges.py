@@ -3,7 +3,8 @@ Pure: `check` feeds it documents from its input, the webhook role objects listed
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..workloads.quantity import parse_quantity
 

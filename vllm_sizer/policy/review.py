@@ -4,16 +4,19 @@ and `vllm-sizer check`: read workloads → estimate each → decide → one JSON
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import jsonpatch
 
 from ..estimator import EstimatorError, ModelGeometry, build_report
 from ..estimator.catalog import cached_geometry
 from ..estimator.units import GiB
+from ..estimator.units import to_quantity as format_quantity
 from ..workloads.model import (
     ANNOTATION_HEADROOM,
     ANNOTATION_MODE,
@@ -22,7 +25,6 @@ from ..workloads.model import (
     ReadContext,
     Workload,
 )
-from ..estimator.units import to_quantity as format_quantity
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
 from .settings import MODES, PolicySettings, parse_headroom
@@ -131,7 +133,7 @@ class _PatchBuilder:
         parts = pointer.split("/")[1:]
         path = ""
         node: Any = self.obj
-        for raw, nxt in zip(parts[:-1], parts[1:]):
+        for raw, nxt in itertools.pairwise(parts):
             path += "/" + raw
             node = self.added[path] if path in self.added else _step(node, raw)
             # a list only holds integer steps; anything else must be an object
@@ -506,7 +508,7 @@ def _mutation_still_applies(text: str, sized: list[Any], single: bool) -> bool:
     segments = text.split("; ") if not single else [text]
     if len(segments) != len(sized):
         return False
-    for d, segment in zip(sized, segments):
+    for d, segment in zip(sized, segments, strict=True):
         body = segment if single else segment.partition(": ")[2]
         if not single and segment.partition(": ")[0] != d.workload.container:
             return False

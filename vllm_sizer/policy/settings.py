@@ -39,7 +39,7 @@ class PolicySettings(BaseModel):
 
     @field_validator("headroom", mode="before")
     @classmethod
-    def _headroom(cls, v):  # noqa: ANN001
+    def _headroom(cls, v):
         return parse_headroom(v)
 
     @field_validator("rounding_bytes")

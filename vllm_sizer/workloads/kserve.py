@@ -22,13 +22,14 @@ from __future__ import annotations
 import copy
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..estimator.versions import VllmVersion
 from .expand import pointer
-from .vllm_args import FLAGS, Diagnostic, ParsedVllm, parse_vllm_args
 from .view import ContainerView
+from .vllm_args import FLAGS, Diagnostic, ParsedVllm, parse_vllm_args
 
 MODEL_DIR = "/mnt/models"
 DEFAULT_RESOURCES = {"cpu": "1", "memory": "2Gi"}
@@ -479,7 +480,7 @@ def parse_hf_args(
             )
         )
     parsed.diagnostics[:] = [
-        d for d in parsed.diagnostics if not (d.message == "unexpected positional argument")
+        d for d in parsed.diagnostics if d.message != "unexpected positional argument"
     ] + [
         Diagnostic("warning", "positional argument ignored by the Hugging Face server", raw=d.raw)
         for d in parsed.diagnostics

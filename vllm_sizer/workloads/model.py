@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ..estimator.settings import EngineSettings
 from ..estimator.versions import VllmVersion
@@ -80,7 +81,7 @@ class Workload:
 
     # The container's other vLLM invocations (a script's if/else branches, ...), each read
     # like this one (same container, paths and limits): the estimate sizes the largest.
-    alternatives: list["Workload"] = field(default_factory=list)
+    alternatives: list[Workload] = field(default_factory=list)
     # Why no resources may be written for this container although it is read: its effective
     # memory limit is not known (a KServe runtime vllm-sizer cannot see, an unreadable quantity).
     patch_blocked: str | None = None

@@ -32,9 +32,9 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
+from typing import Any
 
 from ..estimator import catalog
 from ..estimator.names import resolve_model
@@ -42,7 +42,7 @@ from ..estimator.versions import VllmVersion
 from . import images, kinds, limits, platforms, vllm_flags
 from .device import detect_device
 from .execution import executes_vllm
-from .expand import kube_expand, pointer
+from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import (
     ANNOTATION_MODEL_CONFIG,
@@ -131,7 +131,7 @@ class _ObjectInfo:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @classmethod
-    def of(cls, obj: dict, context: ReadContext) -> "_ObjectInfo":
+    def of(cls, obj: dict, context: ReadContext) -> _ObjectInfo:
         meta = _dict(obj.get("metadata"))
         annotations = {
             str(k): v for k, v in _dict(meta.get("annotations")).items() if isinstance(v, str)
@@ -195,7 +195,7 @@ class _ObjectInfo:
                         ANNOTATION_VLLM_CONFIG,
                     )
                 )
-            except Exception as exc:  # yaml raises many types
+            except Exception as exc:  # noqa: BLE001 - yaml raises many types
                 loaded = None
                 info.diagnostics.append(
                     Diagnostic(
@@ -833,7 +833,7 @@ def _read_invocation(
     image: str | None,
     env: dict[str, str],
     diags: list[Diagnostic],
-    located: "_Located",
+    located: _Located,
     unknown: set[str],
 ) -> Workload:
     """One vLLM invocation of a container → a Workload (settings, model, diagnostics)."""
@@ -972,14 +972,11 @@ def _read_invocation(
             )
         # huggingfaceserver: --model_id wins; otherwise --model_dir (default /mnt/models,
         # where KServe downloads the storageUri)
-        if hf_args.model_id:
-            model = hf_args.model_id
-        else:
-            model = hf_args.model_dir or MODEL_DIR
+        model = hf_args.model_id or hf_args.model_dir or MODEL_DIR
     lookup_keys: list[str] = []
-    if model and storage and (model == MODEL_DIR or model.startswith(MODEL_DIR + "/")):
-        model = _storage_model(storage)
-    elif model is None and storage and hf_args is not None:
+    if (model and storage and (model == MODEL_DIR or model.startswith(MODEL_DIR + "/"))) or (
+        model is None and storage and hf_args is not None
+    ):
         model = _storage_model(storage)
     if model is None:
         model = _default_model(version)
@@ -1240,10 +1237,8 @@ def _how_to_supply(model: str, info: _ObjectInfo) -> str:
     annotation = (
         f"set the {ANNOTATION_MODEL_CONFIG} annotation on {where} to the model's config.json"
     )
-    if (
-        model.startswith(("/", "."))
-        or "://" in model
-        and not model.lower().startswith(("hf://", "huggingface://"))
+    if model.startswith(("/", ".")) or (
+        "://" in model and not model.lower().startswith(("hf://", "huggingface://"))
     ):
         return (
             f"The model is read from {model!r}, which vllm-sizer cannot open: {annotation} "
@@ -1260,4 +1255,4 @@ def _how_to_supply(model: str, info: _ObjectInfo) -> str:
     return f"Supply it: {annotation}"
 
 
-__all__ = ["read_workloads", "ReadContext", "Workload"]
+__all__ = ["ReadContext", "Workload", "read_workloads"]

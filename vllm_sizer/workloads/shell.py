@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from . import limits
 
@@ -97,7 +97,7 @@ def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
                 break
             if not opt.startswith("--") and "c" in opt[1:]:
                 has_c = True
-            if opt.startswith(("-o", "+o")) and opt[1:] == "o" or opt == "-O":
+            if (opt.startswith(("-o", "+o")) and opt[1:] == "o") or opt == "-O":
                 j += 1  # `-o pipefail`
             j += 1
         if has_c and j < len(argv):

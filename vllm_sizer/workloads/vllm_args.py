@@ -13,8 +13,9 @@ Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py; ../shared
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -266,7 +267,7 @@ def _spans(versions: list[str]) -> str:
     known = vf.known_versions()
     idx = sorted(known.index(v) for v in versions)
     parts, start, prev = [], idx[0], idx[0]
-    for i in idx[1:] + [None]:
+    for i in [*idx[1:], None]:
         if i is not None and i == prev + 1:
             prev = i
             continue
@@ -488,7 +489,7 @@ def parse_vllm_args(
                 out.config_file = path
                 try:
                     loaded = config_loader(path) if config_loader else None
-                except Exception:  # a caller's loader must not break the reader
+                except Exception:  # noqa: BLE001 - a caller's loader must not break the reader
                     loaded = None
                 if not isinstance(loaded, dict):
                     out.diagnostics.append(

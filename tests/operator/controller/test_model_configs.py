@@ -245,7 +245,7 @@ async def test_stale_hit_answers_at_once_and_refreshes_in_the_background(kmock, 
 
 @pytest.mark.asyncio
 async def test_limit_range_ceilings(kmock, api):
-    from vllm_sizer.operator.model_configs import ClusterLimitRanges, limit_range_maxima
+    from vllm_sizer.operator.cluster_listings import ClusterLimitRanges, limit_range_maxima
 
     kmock.resources["v1/limitranges"] = {}
     lr = {"apiVersion": "v1", "kind": "LimitRange",

@@ -15,7 +15,7 @@ from vllm_sizer.policy.review import A_DECISION, A_ESTIMATE, review_object
 from vllm_sizer.policy.settings import PolicySettings
 
 from .conftest import DEPLOYMENTS, current, events, example, put, requests_of, stored
-from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY  # noqa: F401
+from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY
 
 UNDERSIZED = "01-cpu-lora-deployment"  # 8Gi limit, needs NEED_01_GI
 

@@ -19,20 +19,20 @@ from .pods import PodVerdicts
 from .sizing import (
     LAST_EVENT_ANNOTATION,
     OUTPUT_ANNOTATIONS,
-    SizeResult,
     Sizer,
+    SizeResult,
     classify,
     event_body,
     sized_label_patch,
 )
 
 __all__ = [
-    "ApiError",
     "HANDLER_ID",
     "KOPF_PREFIX",
-    "KubeApi",
     "LAST_EVENT_ANNOTATION",
     "OUTPUT_ANNOTATIONS",
+    "ApiError",
+    "KubeApi",
     "OomRecord",
     "OomWatcher",
     "PodVerdicts",

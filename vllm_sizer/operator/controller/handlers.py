@@ -17,11 +17,12 @@ Nothing here is used by the admission webhook: it never depends on Kopf or its i
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import kopf
 
-from ..settings import WATCHED_RESOURCES, OperatorSettings
+from ..settings import WATCHED_RESOURCES
 from .kube import ApiError
 from .oom import OomWatcher
 from .sizing import OUTPUT_ANNOTATIONS, Sizer

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...estimator import EstimatorError, ModelGeometry
-from ..model_configs import KEY_SLASH, HubConfigFetcher
+from ...policy.cluster import KEY_SLASH
+from ..model_configs import HubConfigFetcher
 from ..settings import MODEL_CONFIGS_LABEL
 from .kube import ApiError, KubeApi, resource_path
 

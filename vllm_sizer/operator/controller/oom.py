@@ -31,8 +31,9 @@ import json
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..settings import LAST_OOM_ANNOTATION, SIZED_LABEL, OperatorSettings
 from .kube import ApiError, KubeApi, resource_path
@@ -180,7 +181,7 @@ class OomWatcher:
         if self.verdicts is not None:
             try:
                 await self.verdicts.pod_sized(pod)
-            except Exception:  # noqa: BLE001 - the OOM evidence below must still run
+            except Exception:  # the OOM evidence below must still run
                 log.exception("telling the owner of pod %s failed", meta.get("name"))
         records = []
         for cs, term, instance in self.terminations(pod):
@@ -236,7 +237,7 @@ class OomWatcher:
         )
         limit = ((spec_c.get("resources") or {}).get("limits") or {}).get("memory")
         started, finished = parse_time(term.get("startedAt")), parse_time(term.get("finishedAt"))
-        when = finished or dt.datetime.now(dt.timezone.utc)
+        when = finished or dt.datetime.now(dt.UTC)
         workload = await self.find_workload(pod)
         target = workload or pod
         ann = (target.get("metadata") or {}).get("annotations") or {}
@@ -269,7 +270,7 @@ class OomWatcher:
         )
         try:
             self.count(ns, str(target.get("kind") or "Pod"))
-        except Exception:  # noqa: BLE001 - metrics never break the watcher
+        except Exception:  # metrics never break the watcher
             log.exception("counting an OOMKill failed")
         log.warning(
             "%s %s/%s: %s",
@@ -337,7 +338,7 @@ class OomWatcher:
                         await self.verdicts.pod_denied(pod)
                     continue
                 await self.handle_pod(pod)
-            except Exception:  # noqa: BLE001 - one pod never stops the watcher
+            except Exception:  # one pod never stops the watcher
                 log.exception(
                     "OOM evidence for pod %s failed", (pod.get("metadata") or {}).get("name")
                 )

@@ -17,7 +17,6 @@ duplicates it).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import datetime as dt
 import hashlib
@@ -25,14 +24,15 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ...policy import messages
 from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object, sized_label_patch
 from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
 from ..model_configs import ModelConfigLookup, NoLookup, namespaced
-from ..settings import LAST_OOM_ANNOTATION, SERVED_RESOURCES, SIZED_LABEL, OperatorSettings
+from ..settings import LAST_OOM_ANNOTATION, SERVED_RESOURCES, OperatorSettings
 from .kube import JSON_PATCH, ApiError, KubeApi, resource_path
 
 log = logging.getLogger("vllm_sizer.controller")
@@ -85,7 +85,7 @@ def digest(text: str) -> str:
 
 
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _escape(key: str) -> str:
@@ -279,7 +279,7 @@ class Sizer:
             if controller_owner(obj) is not None:
                 return False
             return bool(self.read(obj, None))
-        except Exception:  # noqa: BLE001 - a filter must not raise
+        except Exception:  # a filter must not raise
             log.exception("vLLM pre-check failed")
             return False
 

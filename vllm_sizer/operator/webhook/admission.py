@@ -27,8 +27,9 @@ import base64
 import json
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ...policy.review import ObjectDecision, review_object
 from ...policy.settings import PolicySettings
@@ -151,7 +152,7 @@ def _clean_warnings(warnings: Iterable[str] | None) -> list[str]:
         return []
     out = list(dict.fromkeys(str(w)[:MAX_WARNING_CHARS] for w in warnings if w))
     if len(out) > MAX_WARNINGS:
-        out = out[: MAX_WARNINGS - 1] + [f"... and {len(out) - MAX_WARNINGS + 1} more warnings"]
+        out = [*out[: MAX_WARNINGS - 1], f"... and {len(out) - MAX_WARNINGS + 1} more warnings"]
     return out
 
 
@@ -290,7 +291,7 @@ class Admission:
         answer = await self.review(route, req)
         try:
             return 200, dumps(answer), "application/json"
-        except Exception:  # noqa: BLE001 - an unserialisable patch value: admit untouched
+        except Exception:  # an unserialisable patch value: admit untouched
             log.exception("could not serialise the answer to %s", req.uid)
             metrics.INTERNAL_ERRORS_BY_ROUTE[route].inc()
             return (
@@ -309,9 +310,7 @@ class Admission:
                 req.sub_resource is not None
                 or req.operation not in ("CREATE", "UPDATE")
                 or not isinstance(req.object, dict)
-            ):
-                answer = allow(req.uid)
-            elif not self.settings.serves_namespace(req.namespace or _meta_namespace(req.object)):
+            ) or not self.settings.serves_namespace(req.namespace or _meta_namespace(req.object)):
                 answer = allow(req.uid)
             elif req.kind == "Pod" and req.group == "" and req.operation != "CREATE":
                 # a pod's resources are immutable after creation (only a few fields change):
@@ -319,7 +318,7 @@ class Admission:
                 answer = allow(req.uid)
             else:
                 answer, verdict = await self._decide(route, req)
-        except Exception as exc:  # noqa: BLE001 - nothing may escape: fail open (or closed)
+        except Exception as exc:  # nothing may escape: fail open (or closed)
             log.exception(
                 "internal error on %s for %s %s/%s", route, req.kind, req.namespace, req.name
             )
@@ -483,7 +482,7 @@ class Admission:
             try:
                 value = self.limit_range_max(namespace)
                 lr = int(value) if value else None
-            except Exception:  # noqa: BLE001 - a caller's cache must not break admission
+            except Exception:  # a caller's cache must not break admission
                 log.exception("limit_range_max(%r) failed", namespace)
         policy = self._policies.get(lr)
         if policy is None:

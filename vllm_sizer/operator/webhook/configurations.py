@@ -21,7 +21,8 @@ Choices:
 from __future__ import annotations
 
 import base64
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from ...workloads import kinds as _kinds
 from ..settings import (
