@@ -174,6 +174,7 @@ def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int
     """KV bytes one rank stores per token: its stage's layers, its share of the KV heads
     (heads are replicated when TP > kv_heads; MLA's latent is not split by TP)."""
     layers = math.ceil(g.num_layers / pp)
+    per_layer: float
     if g.mla:
         per_layer = g.mla.kv_lora_rank + g.mla.qk_rope_head_dim
     else:
@@ -187,7 +188,8 @@ def _by_version(
     for since, tp1, tpn, why in table:
         if version.at_least(*since):
             return (tp1 if tp == 1 else tpn), why
-    return table[-1][1 if tp == 1 else 2], table[-1][3]
+    _, tp1, tpn, why = table[-1]
+    return (tp1 if tp == 1 else tpn), why
 
 
 def non_torch_bytes(version: VllmVersion, tp: int) -> tuple[int, str]:
@@ -316,6 +318,7 @@ def device_side(
             nt_why,
         )
     budget = int(gpu_memory_bytes * util)
+    kv: float
     if kv_cache_memory_bytes:
         kv = int(kv_cache_memory_bytes)
         notes.append(

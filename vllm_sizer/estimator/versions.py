@@ -64,5 +64,5 @@ class VllmVersion(BaseModel, frozen=True):
 
 
 @lru_cache(maxsize=256)
-def _parse_cached(cls: type, text: str | None, source: str) -> VllmVersion:
+def _parse_cached(cls: type[VllmVersion], text: str | None, source: str) -> VllmVersion:
     return cls._parse(text, source)  # frozen: safe to share

@@ -38,11 +38,11 @@ KEY_SLASH = "--"
 Config = dict[str, Any]
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _meta(obj: Any) -> dict:
+def _meta(obj: Any) -> dict[str, Any]:
     return _dict(_dict(obj).get("metadata"))
 
 

@@ -22,7 +22,8 @@ def container_memory_max(limit_ranges: Iterable[Any]) -> dict[str, int]:
             if isinstance(lr.get("metadata"), dict)
             else None
         )
-        spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
+        spec = lr.get("spec")
+        spec = spec if isinstance(spec, dict) else {}
         for item in spec.get("limits") or []:
             if not isinstance(item, dict) or item.get("type", "Container") != "Container":
                 continue

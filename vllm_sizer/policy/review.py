@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonpatch
 
-from ..estimator import EstimatorError, ModelGeometry, build_report
+from ..estimator import EstimatorError, MemoryReport, ModelGeometry, build_report
 from ..estimator.catalog import cached_geometry
 from ..estimator.units import GiB
 from ..estimator.units import to_quantity as format_quantity
@@ -27,7 +27,7 @@ from ..workloads.model import (
 )
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
-from .settings import MODES, PolicySettings, parse_headroom
+from .settings import MODES, Mode, PolicySettings, parse_headroom, parse_mode
 
 PREFIX = "vllm-sizer.io/"
 A_ESTIMATE = PREFIX + "estimate"
@@ -74,7 +74,7 @@ class ObjectDecision:
     patch: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
     warnings: list[str] = field(default_factory=list)
-    annotations: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str | None] = field(default_factory=dict)  # None: remove it
 
     @property
     def is_vllm(self) -> bool:
@@ -171,14 +171,15 @@ def _object_annotations(obj: dict[str, Any]) -> dict[str, Any]:
     return _dict(_dict(obj.get("metadata")).get("annotations"))
 
 
-def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[str, float, list[str]]:
+def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[Mode, float, list[str]]:
     ann = _object_annotations(obj)
     warnings = []
     mode = policy.mode
     raw_mode = ann.get(ANNOTATION_MODE)
     if raw_mode is not None:
-        if str(raw_mode).strip().lower() in MODES:
-            mode = str(raw_mode).strip().lower()
+        parsed = parse_mode(raw_mode)
+        if parsed is not None:
+            mode = parsed
         else:
             warnings.append(
                 f"{ANNOTATION_MODE}={raw_mode!r} is not one of {', '.join(MODES)}: ignored"
@@ -197,7 +198,7 @@ def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[str,
     return mode, headroom, warnings
 
 
-def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
+def _estimate(w: Workload) -> tuple[MemoryReport | None, ModelGeometry | None, str | None]:
     if w.settings is None:
         return None, None, "the vLLM command line could not be read"
     if w.model_config is None:
@@ -229,7 +230,7 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
 
 def _estimate_largest(
     w: Workload,
-) -> tuple[Workload, Any, ModelGeometry | None, str | None, str | None]:
+) -> tuple[Workload, MemoryReport | None, ModelGeometry | None, str | None, str | None]:
     """A container with several vLLM invocations (a script's branches) is sized by the one
     with the largest estimate; the note names it and the alternatives."""
     report, geometry, why = _estimate(w)
@@ -237,9 +238,13 @@ def _estimate_largest(
         return w, report, geometry, why, None
     results = [(w, report, geometry, why)] + [(a, *_estimate(a)) for a in w.alternatives]
     sized = [r for r in results if r[1] is not None]
-    best = max(sized, key=lambda r: r[1].total_memory_bytes) if sized else results[0]
+    best = (
+        max(sized, key=lambda r: r[1].total_memory_bytes if r[1] is not None else -1)
+        if sized
+        else results[0]
+    )
 
-    def label(r: tuple) -> str:
+    def label(r: tuple[Workload, MemoryReport | None, ModelGeometry | None, str | None]) -> str:
         inv = " ".join(r[0].argv)[:80]
         size = messages.gi(r[1].total_memory_bytes) if r[1] is not None else f"not sized: {r[3]}"
         return f"{r[0].model or '?'} [{inv}] ({size})"
@@ -269,7 +274,9 @@ def review_object(
     a label edit or a finalizer removal)."""
     policy = policy or PolicySettings()
     if read is None:
-        from ..workloads.reader import read_workloads as read
+        from ..workloads.reader import read_workloads
+
+        read = read_workloads
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     meta = meta if isinstance(meta, dict) else {}
     result = ObjectDecision(
@@ -338,7 +345,7 @@ def _template_immutable(obj: dict[str, Any]) -> bool:
 
 def _patch(
     obj: dict[str, Any], result: ObjectDecision, label_pods: bool = False
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
+) -> tuple[list[dict[str, Any]], dict[str, str | None]]:
     pb = _PatchBuilder(obj)
     patchable = [d for d in result.containers if d.workload.patchable]
     for d in patchable:
@@ -451,22 +458,17 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
         )
         return {k: v for k, v in unsized.items() if existing.get(k) != v}
     single = len(sized) == 1
+    reports = [(d.workload.container, d.report) for d in sized if d.report is not None]
     estimate = (
-        messages.gi(sized[0].report.total_memory_bytes)
+        messages.gi(reports[0][1].total_memory_bytes)
         if single
-        else ",".join(
-            f"{d.workload.container}={messages.gi(d.report.total_memory_bytes)}" for d in sized
-        )
+        else ",".join(f"{c}={messages.gi(r.total_memory_bytes)}" for c, r in reports)
     )
     breakdown = {
-        d.workload.container: {
-            t.name: round(t.bytes / GiB, 2)
-            for t in d.report.terms
-            if t.bytes and t.enters != "device"
-        }
-        for d in sized
+        c: {t.name: round(t.bytes / GiB, 2) for t in r.terms if t.bytes and t.enters != "device"}
+        for c, r in reports
     }
-    notes = " | ".join(dict.fromkeys(n for d in sized for n in d.report.notes))
+    notes = " | ".join(dict.fromkeys(n for _, r in reports for n in r.notes))
     from .. import __version__
 
     desired: dict[str, str | None] = {

@@ -29,7 +29,7 @@ from typing import Any
 from ..estimator.versions import VllmVersion
 from .expand import pointer
 from .view import ContainerView
-from .vllm_args import FLAGS, Diagnostic, ParsedVllm, parse_vllm_args
+from .vllm_args import FLAGS, Diagnostic, ParsedVllm, Severity, parse_vllm_args
 
 MODEL_DIR = "/mnt/models"
 DEFAULT_RESOURCES = {"cpu": "1", "memory": "2Gi"}
@@ -110,20 +110,20 @@ HF_FLAGS: dict[str, bool] = {
 }
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
-def substitute(text: Any, meta: dict) -> Any:
+def substitute(text: Any, meta: dict[str, Any]) -> Any:
     """KServe runtime templates: {{.Name}}, {{.Namespace}}, {{.Labels.k}}, {{.Annotations.k}}."""
     if not isinstance(text, str) or "{{" not in text:
         return text
 
-    def repl(m: re.Match) -> str:
+    def repl(m: re.Match[str]) -> str:
         expr = m.group(1).strip()
         if expr == ".Name":
             return str(meta.get("name") or "")
@@ -132,13 +132,13 @@ def substitute(text: Any, meta: dict) -> Any:
         for key, field_ in ((".Labels.", "labels"), (".Annotations.", "annotations")):
             if expr.startswith(key):
                 return str(_dict(meta.get(field_)).get(expr[len(key) :], ""))
-        return m.group(0)
+        return str(m.group(0))
 
     return re.sub(r"\{\{\s*([^}]*?)\s*\}\}", repl, text)
 
 
-def merge_resources(base: Any, override: Any) -> dict:
-    out: dict = {}
+def merge_resources(base: Any, override: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for section in ("limits", "requests"):
         merged = {**_dict(_dict(base).get(section)), **_dict(_dict(override).get(section))}
         if merged:
@@ -149,7 +149,7 @@ def merge_resources(base: Any, override: Any) -> dict:
     return out
 
 
-def fill_defaults(resources: dict) -> tuple[dict, list[str]]:
+def fill_defaults(resources: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """KServe's defaulter: missing cpu / memory requests and limits get 1 / 2Gi."""
     out = copy.deepcopy(resources)
     filled: list[str] = []
@@ -164,7 +164,7 @@ def fill_defaults(resources: dict) -> tuple[dict, list[str]]:
     return out, filled
 
 
-def merge_env(base: Any, override: Any) -> list:
+def merge_env(base: Any, override: Any) -> list[Any]:
     by_name: dict[str, Any] = {}
     order: list[str] = []
     for item in _list(base) + _list(override):
@@ -177,7 +177,7 @@ def merge_env(base: Any, override: Any) -> list:
     return [by_name[n] for n in order]
 
 
-def _runtime_container(runtime: dict) -> dict:
+def _runtime_container(runtime: dict[str, Any]) -> dict[str, Any]:
     containers = _list(_dict(runtime.get("spec")).get("containers"))
     for c in containers:
         if _dict(c).get("name") == "kserve-container":
@@ -185,16 +185,16 @@ def _runtime_container(runtime: dict) -> dict:
     return _dict(containers[0]) if containers else {}
 
 
-def _format_name(model: dict) -> str:
+def _format_name(model: dict[str, Any]) -> str:
     fmt = _dict(model.get("modelFormat")).get("name")
     return str(fmt).lower() if fmt else ""
 
 
 def resolve_runtime(
-    model: dict, serving: dict[str, dict], cluster: dict[str, dict]
-) -> tuple[str, dict | None, list[tuple[str, str]]]:
+    model: dict[str, Any], serving: dict[str, dict[str, Any]], cluster: dict[str, dict[str, Any]]
+) -> tuple[str, dict[str, Any] | None, list[tuple[Severity, str]]]:
     """(runtime name, runtime object or None for a stock runtime, notes)."""
-    notes: list[tuple[str, str]] = []
+    notes: list[tuple[Severity, str]] = []
     fmt = _format_name(model)
     wanted = model.get("runtime")
     if isinstance(wanted, str) and wanted:
@@ -202,8 +202,8 @@ def resolve_runtime(
             return wanted, _dict(serving[wanted]), notes
         if wanted in cluster:
             return wanted, _dict(cluster[wanted]), notes
-        stock = next((k for k, v in STOCK_RUNTIMES.items() if v["name"] == wanted), None)
-        if stock is None:
+        known = next((k for k, v in STOCK_RUNTIMES.items() if v["name"] == wanted), None)
+        if known is None:
             notes.append(
                 (
                     "warning",
@@ -212,7 +212,7 @@ def resolve_runtime(
                 )
             )
         return wanted, None, notes
-    candidates: list[tuple[int, int, str, dict]] = []
+    candidates: list[tuple[int, int, str, dict[str, Any]]] = []
     for rank, pool in enumerate((serving, cluster)):
         for name, rt in pool.items():
             spec = _dict(_dict(rt).get("spec"))
@@ -221,7 +221,8 @@ def resolve_runtime(
             for f in _list(spec.get("supportedModelFormats")):
                 f = _dict(f)
                 if str(f.get("name", "")).lower() == fmt and f.get("autoSelect") is True:
-                    prio = f.get("priority") if isinstance(f.get("priority"), int) else 0
+                    prio = f.get("priority")
+                    prio = prio if isinstance(prio, int) else 0
                     candidates.append((-prio, rank, name, _dict(rt)))
     if candidates:
         candidates.sort(key=lambda c: (c[0], c[1], c[2]))
@@ -234,7 +235,9 @@ def resolve_runtime(
     )
 
 
-def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> list[ContainerView]:
+def read_isvc(
+    obj: dict[str, Any], serving: dict[str, dict[str, Any]], cluster: dict[str, dict[str, Any]]
+) -> list[ContainerView]:
     meta = _dict(obj.get("metadata"))
     predictor = _dict(_dict(obj.get("spec")).get("predictor"))
     views: list[ContainerView] = []
@@ -253,7 +256,7 @@ def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> 
         if not c:
             continue
         resources = _dict(c.get("resources"))
-        notes: list[tuple[str, str]] = []
+        notes: list[tuple[Severity, str]] = []
         merged = dict(c)
         if c.get("name", "kserve-container") == "kserve-container" or idx == 0:
             filled_res, filled = fill_defaults(resources)
@@ -281,28 +284,28 @@ def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> 
     return views
 
 
-def _storage_uri(model: dict, container: dict | None = None) -> str | None:
+def _storage_uri(model: dict[str, Any], container: dict[str, Any] | None = None) -> str | None:
     uri = model.get("storageUri")
     if isinstance(uri, str) and uri:
         return uri
-    storage = _dict(model.get("storage"))
-    if isinstance(storage.get("path"), str):
-        return storage["path"]
+    path = _dict(model.get("storage")).get("path")
+    if isinstance(path, str):
+        return path
     for e in _list(_dict(container).get("env")):
-        e = _dict(e)
-        if e.get("name") == "STORAGE_URI" and isinstance(e.get("value"), str):
-            return e["value"]
+        value = _dict(e).get("value")
+        if _dict(e).get("name") == "STORAGE_URI" and isinstance(value, str):
+            return value
     return None
 
 
 def _model_view(
-    obj: dict,
-    meta: dict,
-    predictor: dict,
-    model: dict,
+    obj: dict[str, Any],
+    meta: dict[str, Any],
+    predictor: dict[str, Any],
+    model: dict[str, Any],
     model_key: str,
-    serving: dict[str, dict],
-    cluster: dict[str, dict],
+    serving: dict[str, dict[str, Any]],
+    cluster: dict[str, dict[str, Any]],
 ) -> ContainerView:
     fmt = _format_name(model)
     name, runtime, notes = resolve_runtime(model, serving, cluster)
@@ -403,7 +406,7 @@ class HfArgs:
 def parse_hf_args(
     tokens: list[str],
     version: VllmVersion | None = None,
-    config_loader: Callable[[str], dict | None] | None = None,
+    config_loader: Callable[[str], dict[str, Any] | None] | None = None,
 ) -> tuple[ParsedVllm, HfArgs]:
     """`python -m huggingfaceserver` arguments: KServe's own flags, then every vLLM flag, read
     with parse_known_args (unknown flags are silently ignored by the server: warned here)."""
@@ -493,9 +496,9 @@ def parse_hf_args(
 
 
 # ------------------------------------------------------------------ LLMInferenceService
-def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
+def _lora_flags(lora: dict[str, Any]) -> tuple[list[str], list[tuple[Severity, str]]]:
     flags: list[str] = []
-    notes: list[tuple[str, str]] = []
+    notes: list[tuple[Severity, str]] = []
     # KServe (addLoRAVLLMArgs) puts, in front of the container's args: --enable-lora
     # --max-lora-rank=R --max-loras=N --max-cpu-loras=C --lora-modules '{"name":..,"path":..}'...
     adapters = _list(lora.get("adapters"))
@@ -521,7 +524,7 @@ def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
     return flags, notes
 
 
-def read_llmisvc(obj: dict) -> list[ContainerView]:
+def read_llmisvc(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     model = _dict(spec.get("model"))
     uri = model.get("uri") if isinstance(model.get("uri"), str) else None
@@ -544,7 +547,7 @@ def read_llmisvc(obj: dict) -> list[ContainerView]:
         idx = next((k for k, c in enumerate(containers) if _dict(c).get("name") == "main"), None)
         view_notes = list(notes)
         if idx is None:
-            container: dict = {"name": "main"}
+            container: dict[str, Any] = {"name": "main"}
             idx = len(containers)
             view_notes.append(
                 (

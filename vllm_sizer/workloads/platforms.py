@@ -38,6 +38,7 @@ import yaml
 
 from .expand import pointer
 from .view import ContainerView
+from .vllm_args import Severity
 
 MAX_DEPTH = 10
 MAX_NODES = 5000
@@ -46,11 +47,11 @@ API_SERVER = "vllm.entrypoints.openai.api_server"
 DYNAMO_VLLM = re.compile(r"\bpython[0-9.]*\s+-m\s+dynamo\.vllm\b")
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
@@ -66,10 +67,10 @@ def is_pod_spec(node: Any) -> bool:
     )
 
 
-def find_pod_templates(obj: dict) -> list[tuple[tuple[str | int, ...], dict]]:
+def find_pod_templates(obj: dict[str, Any]) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
     """(path segments of the pod spec, pod spec) for every pod spec in the object, in document
     order; a pod spec's own children are not searched (no pods inside pods)."""
-    found: list[tuple[tuple[str | int, ...], dict]] = []
+    found: list[tuple[tuple[str | int, ...], dict[str, Any]]] = []
     budget = [MAX_NODES]
 
     def walk(node: Any, path: tuple[str | int, ...]) -> None:
@@ -104,7 +105,9 @@ def labels_path(spec_path: tuple[str | int, ...]) -> str | None:
     return None
 
 
-def structural_views(obj: dict, patchable: bool, note: str | None = None) -> list[ContainerView]:
+def structural_views(
+    obj: dict[str, Any], patchable: bool, note: str | None = None
+) -> list[ContainerView]:
     views: list[ContainerView] = []
     ray = str(obj.get("apiVersion", "")).startswith("ray.io/") or obj.get("kind") in RAY_FLEETS
     for path, pod_spec in find_pod_templates(obj):
@@ -130,7 +133,9 @@ RAY_FLEETS = ("RayClusterFleet",)  # AIBrix: a RayCluster template, built by Kub
 KUBERAY_OVERWRITE = "ray.io/overwrite-container-cmd"
 
 
-def kuberay_container(c: dict, template: dict, head: bool = False) -> dict:
+def kuberay_container(
+    c: dict[str, Any], template: dict[str, Any], head: bool = False
+) -> dict[str, Any]:
     """The Ray container (index 0) of a head or worker group as KubeRay runs it: unless the
     command already holds `ray start` or the template says ray.io/overwrite-container-cmd, KubeRay
     replaces command/args by `/bin/bash -lc -- "<command args> && ulimit ...; ray start ..."`
@@ -165,7 +170,7 @@ def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
 
 
 def pod_views(
-    pod_spec: dict,
+    pod_spec: dict[str, Any],
     base: tuple[str | int, ...],
     *,
     patchable: bool = True,
@@ -196,7 +201,7 @@ def pod_views(
     return views
 
 
-def dynamo_rewrite(c: dict) -> dict:
+def dynamo_rewrite(c: dict[str, Any]) -> dict[str, Any]:
     """`python3 -m dynamo.vllm ARGS` (in command, args or a `sh -c` script) → the api_server
     module with ARGS (the model as `--model`, as Dynamo takes it): Dynamo's vLLM worker parses
     vLLM's engine flags (components/src/dynamo/vllm/args.py adds AsyncEngineArgs to its
@@ -253,7 +258,7 @@ def _hf_ref(url: str) -> str:
     return url
 
 
-def _profile_resources(profile: str) -> tuple[dict, list[tuple[str, str]]]:
+def _profile_resources(profile: str) -> tuple[dict[str, Any], list[tuple[Severity, str]]]:
     """KubeAI resourceProfile "<name>:<count>" → what the reader can tell of the device; the
     profile's requests/limits live in KubeAI's configuration (helm values resourceProfiles),
     not in the CR."""
@@ -277,7 +282,7 @@ def _profile_resources(profile: str) -> tuple[dict, list[tuple[str, str]]]:
     ]
 
 
-def read_kubeai_model(obj: dict) -> list[ContainerView]:
+def read_kubeai_model(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     if str(spec.get("engine", "")).upper() != "VLLM":
         return []  # OLlama, FasterWhisper, Infinity: not vLLM
@@ -328,7 +333,7 @@ def read_kubeai_model(obj: dict) -> list[ContainerView]:
 
 
 # ------------------------------------------------------------------ production-stack VLLMRuntime
-def read_vllm_runtime(obj: dict) -> list[ContainerView]:
+def read_vllm_runtime(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     model = _dict(spec.get("model"))
     vc = _dict(spec.get("vllmConfig"))
@@ -414,7 +419,7 @@ def read_vllm_runtime(obj: dict) -> list[ContainerView]:
 FRONTEND = "frontend"  # componentType / type of Dynamo's HTTP frontend (runs no engine)
 
 
-def _dynamo_resources(res: dict) -> dict:
+def _dynamo_resources(res: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for section in ("limits", "requests"):
         item = _dict(res.get(section))
@@ -430,7 +435,7 @@ def _dynamo_resources(res: dict) -> dict:
     return out
 
 
-def read_dynamo(obj: dict) -> list[ContainerView]:
+def read_dynamo(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     views: list[ContainerView] = []
     if "components" in spec and "services" not in spec:  # v1beta1: podTemplate per component
@@ -439,7 +444,7 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
             if str(comp.get("type", "")).lower() == FRONTEND:
                 continue
             tmpl = _dict(comp.get("podTemplate"))
-            base = ("spec", "components", i, "podTemplate")
+            base: tuple[str | int, ...] = ("spec", "components", i, "podTemplate")
             for v in pod_views(
                 _dict(tmpl.get("spec")),
                 (*base, "spec"),
@@ -492,7 +497,7 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
 
 
 # ------------------------------------------------------------------ KubeRay / Ray Serve LLM
-def _kwargs_flags(kwargs: dict) -> list[str]:
+def _kwargs_flags(kwargs: dict[str, Any]) -> list[str]:
     flags: list[str] = []
     for key, value in kwargs.items():
         flag = "--" + str(key).replace("_", "-")
@@ -509,17 +514,19 @@ def _kwargs_flags(kwargs: dict) -> list[str]:
     return flags
 
 
-def _ray_cluster_spec(obj: dict) -> tuple[dict, tuple[str, ...]]:
+def _ray_cluster_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     spec = _dict(obj.get("spec"))
     if obj.get("kind") == "RayService":
         return _dict(spec.get("rayClusterConfig")), ("spec", "rayClusterConfig")
     return spec, ("spec",)
 
 
-def _gpu_group(cluster: dict, base: tuple[str, ...]) -> tuple[dict, str, dict] | None:
+def _gpu_group(
+    cluster: dict[str, Any], base: tuple[str, ...]
+) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
     """(container, container pointer, pod spec) of the first worker group container that asks
     for accelerators, else the first worker container, else the head's."""
-    candidates: list[tuple[dict, str, dict]] = []
+    candidates: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
     for i, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
         pod = _dict(_dict(_dict(group).get("template")).get("spec"))
         for j, c in enumerate(_list(pod.get("containers"))):
@@ -542,7 +549,7 @@ def _gpu_group(cluster: dict, base: tuple[str, ...]) -> tuple[dict, str, dict] |
     return candidates[0] if candidates else None
 
 
-def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
+def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
     raw = _dict(obj.get("spec")).get("serveConfigV2")
     if not isinstance(raw, str) or "llm_configs" not in raw:
         return []
@@ -608,7 +615,7 @@ def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
 
 
 # ------------------------------------------------------------------ KAITO Workspace
-def read_kaito_workspace(obj: dict) -> list[ContainerView]:
+def read_kaito_workspace(obj: dict[str, Any]) -> list[ContainerView]:
     inference = _dict(obj.get("inference"))
     views: list[ContainerView] = []
     preset = _dict(inference.get("preset"))

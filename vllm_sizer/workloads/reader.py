@@ -49,6 +49,7 @@ from .model import (
     ANNOTATION_SKIP,
     ANNOTATION_VLLM_CONFIG,
     SIZED_LABEL,
+    ModelConfigSource,
     ReadContext,
     Workload,
 )
@@ -90,11 +91,11 @@ NOT_RUNNING = {
 _CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
@@ -131,7 +132,7 @@ class _ObjectInfo:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @classmethod
-    def of(cls, obj: dict, context: ReadContext) -> _ObjectInfo:
+    def of(cls, obj: dict[str, Any], context: ReadContext) -> _ObjectInfo:
         meta = _dict(obj.get("metadata"))
         annotations = {
             str(k): v for k, v in _dict(meta.get("annotations")).items() if isinstance(v, str)
@@ -257,7 +258,7 @@ class _ObjectInfo:
                 )
             )
 
-    def config_loader(self) -> Callable[[str], dict | None] | None:
+    def config_loader(self) -> Callable[[str], dict[str, Any] | None] | None:
         if self.vllm_config is None:
             return None
         cfg = self.vllm_config
@@ -265,7 +266,7 @@ class _ObjectInfo:
 
 
 # ---------------------------------------------------------------------------- public API
-def read_workloads(obj: dict, context: ReadContext | None = None) -> list[Workload]:
+def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> list[Workload]:
     """One Workload per vLLM container of a parsed Kubernetes object; [] when the object is not
     a workload kind or runs no vLLM. Never raises."""
     with limits.budget() as budget:
@@ -313,7 +314,7 @@ def _group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
-def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
+def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
     kind = obj.get("kind")
     api = obj.get("apiVersion")
     if not isinstance(kind, str) or not isinstance(api, str):
@@ -377,7 +378,7 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
     return views
 
 
-def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
+def _pod_views(pod_spec: dict[str, Any], base: tuple[str, ...]) -> list[ContainerView]:
     return platforms.pod_views(pod_spec, base, labels=platforms.labels_path(base))
 
 
@@ -434,7 +435,7 @@ def _locate_all(
         return []
     script, rest = sh
     found: list[_Located] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
         if cmd.words[0] in NOT_RUNNING:
             continue  # `echo "vllm serve ..."` prints, it does not run
@@ -459,7 +460,7 @@ def _locate(
     return found[0] if found else None
 
 
-def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
+def _read_env(container: dict[str, Any]) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
     env: dict[str, str] = {}
     unknown: set[str] = set()
     diags: list[Diagnostic] = []
@@ -519,7 +520,7 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
     return env, unknown, bool(env_from), diags
 
 
-def _memory(resources: dict, section: str, diags: list[Diagnostic]) -> int | None:
+def _memory(resources: dict[str, Any], section: str, diags: list[Diagnostic]) -> int | None:
     raw = _dict(resources.get(section)).get("memory")
     if raw is None:
         return None
@@ -829,7 +830,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 def _read_invocation(
     info: _ObjectInfo,
     view: ContainerView,
-    c: dict,
+    c: dict[str, Any],
     image: str | None,
     env: dict[str, str],
     diags: list[Diagnostic],
@@ -1115,7 +1116,7 @@ def _served_names(flags: list[str]) -> list[str]:
     return [v for v in out if v][:8]
 
 
-def _env_from_sources(container: dict) -> list[str]:
+def _env_from_sources(container: dict[str, Any]) -> list[str]:
     out = []
     for ef in _list(container.get("envFrom")):
         ef = _dict(ef)
@@ -1127,11 +1128,13 @@ def _env_from_sources(container: dict) -> list[str]:
 
 
 def _script_files_loader(
-    files: dict[str, str], fallback: Callable[[str], dict | None] | None, diags: list[Diagnostic]
-) -> Callable[[str], dict | None]:
+    files: dict[str, str],
+    fallback: Callable[[str], dict[str, Any] | None] | None,
+    diags: list[Diagnostic],
+) -> Callable[[str], dict[str, Any] | None]:
     """--config FILE written by the container's own script (`cat > FILE <<EOF`) first."""
 
-    def load(path: str) -> dict | None:
+    def load(path: str) -> dict[str, Any] | None:
         if path in files:
             try:
                 loaded = limits.load_yaml(files[path])
@@ -1163,7 +1166,7 @@ def _script_files_loader(
 
 def _resolve_config(
     info: _ObjectInfo, keys: list[str], served_names: list[str] | None = None
-) -> tuple[dict[str, Any] | None, str, list[Diagnostic], str | None]:
+) -> tuple[dict[str, Any] | None, ModelConfigSource, list[Diagnostic], str | None]:
     """(config, source, diagnostics, note) for the model the container serves: the object's
     annotation, then the catalog by exact id or path, then the caller's resolver (cluster
     ConfigMaps, the Hub), then the catalog's name rules (estimator.names), then the

@@ -441,8 +441,9 @@ class _Tokenizer:
                         self.i = end + 1
                     else:
                         m = _QUOTED_RUN.match(s, self.i)
-                        cur.append(m.group(0))
-                        self.i = m.end()
+                        run = m.group(0) if m else ch  # a backslash that ends the script
+                        cur.append(run)
+                        self.i += len(run)
                 self.i += 1
             elif c == "$":
                 expansion(quoted=False)

@@ -557,7 +557,7 @@ def parse_vllm_args(
             ):
                 out.lora_modules.extend(values)
             continue
-        target, conv = spec
+        target, conv = spec[0], spec[1]
         if conv == "bool":
             if kind in ("t", "f", "c"):
                 value = kind != "f"
@@ -632,7 +632,7 @@ def _rejection(
 ) -> Diagnostic:
     """The diagnostic for an option vLLM's parser rejects (its startup error)."""
     accepted_by = [t.version for t, _ in accepting]
-    pick = ([a for a in accepting if not a[1].abbreviated] or accepting or [None])[-1]
+    pick = ([a for a in accepting if not a[1].abbreviated] or accepting)[-1] if accepting else None
     read_as = f"; read as {pick[1].option} of vLLM {pick[0].version}" if pick else ""
     if version is not None:
         also = f" (accepted by vLLM {_spans(accepted_by)})" if accepted_by else ""
@@ -687,12 +687,12 @@ def _convert(kind: Kind, raw: str) -> Any:
         return v
     if kind == "float":
         try:
-            v = float(raw.strip())
+            f = float(raw.strip())
         except ValueError:
             raise ValueError("not a number") from None
-        if not (v == v) or v < 0 or v > 1e6:  # NaN, negative, absurd
+        if not (f == f) or f < 0 or f > 1e6:  # NaN, negative, absurd
             raise ValueError("out of range")
-        return v
+        return f
     return raw
 
 
@@ -703,9 +703,10 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
         spec = FLAGS.get(key)
         if not spec or not spec[0]:
             continue
-        target, kind = spec
+        target, kind = spec[0], spec[1]
         if target in out.values:
             continue
+        value: Any
         try:
             if kind == "bool":
                 value = v if isinstance(v, bool) else _bool_text(str(v))
