@@ -194,7 +194,7 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
             await _in_cluster_certificates(settings, factory, cleanups)
 
         if args.role in ("webhook", "all"):
-            from ..operator.model_configs import ClusterLimitRanges, ClusterServingRuntimes
+            from ..operator.cluster_listings import ClusterLimitRanges, ClusterServingRuntimes
             from ..operator.webhook.server import start_webhook_server
 
             limit_ranges = ClusterLimitRanges(factory, settings)
