@@ -41,7 +41,11 @@ CLUSTER_SCOPED = {"clusterservingruntimes"}
 
 def _rbac_rules() -> list[dict[str, Any]]:
     groups: dict[str, set[str]] = {}
-    for api, plural, *_ in (*WORKLOAD_RESOURCES, *CONTEXT_RESOURCES):
+    pairs = [
+        *((a, p) for a, p, _k in WORKLOAD_RESOURCES),
+        *((a, p) for a, p, _k, _s in CONTEXT_RESOURCES),
+    ]
+    for api, plural in pairs:
         group = api.split("/", 1)[0] if "/" in api else ""
         groups.setdefault(group, set()).add(plural)
     return [

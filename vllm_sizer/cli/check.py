@@ -161,8 +161,10 @@ def run(args: argparse.Namespace) -> int:
         if doc.get("kind") in CONTEXT_KINDS:
             results.append((doc, None))
             continue
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+        meta = doc.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        ns = meta.get("namespace")
+        ns = ns if isinstance(ns, str) else None
         policy = base.model_copy(update={"limit_range_max_bytes": cluster.limit_range_max(ns)})
         try:
             results.append((doc, review_object(doc, cluster.read_context(ns), policy)))

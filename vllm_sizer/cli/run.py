@@ -495,13 +495,16 @@ async def _dev_register(
         ):
             name = body["metadata"]["name"]
             try:
-                create_fn(body, _request_timeout=10)
+                # the client's annotations name its model classes; a dict body is serialised
+                # as it is (ApiClient.sanitize_for_serialization)
+                create_fn(body, _request_timeout=10)  # type: ignore[arg-type]
             except ApiException as exc:
                 if exc.status != 409:
                     raise
                 current = read_fn(name, _request_timeout=10)
-                body["metadata"]["resourceVersion"] = current.metadata.resource_version
-                replace_fn(name, body, _request_timeout=10)
+                meta = current.metadata
+                body["metadata"]["resourceVersion"] = meta.resource_version if meta else None
+                replace_fn(name, body, _request_timeout=10)  # type: ignore[arg-type]
 
     async def cleanup() -> None:
         await asyncio.to_thread(delete)

@@ -655,8 +655,8 @@ def _read_quantization(q: Any) -> Quantization | None:
         method = "nvfp4" if "fp4" in algo else "fp8"
     if method in {"awq", "gptq"} and bits and int(bits) == 8:
         bpp = 8.16 / 8
-    elif method == "compressed-tensors" and _compressed_tensors_weight_bytes(q) is not None:
-        bits, bpp = _compressed_tensors_weight_bytes(q)  # type: ignore[misc]
+    elif method == "compressed-tensors" and (ct := _compressed_tensors_weight_bytes(q)):
+        bits, bpp = ct
     elif method in {"compressed-tensors", "bitsandbytes"} and bits:
         # a name-derived format ({"quant_method", "bits"} without config_groups): w4a16 group
         # 128 carries scales like GPTQ; 8-bit is one byte per weight plus per-channel scales

@@ -171,7 +171,7 @@ class HubConfigFetcher:
         if fut is None:
             fut = asyncio.get_running_loop().create_task(self._fetch(key, *ids))
             self._inflight[key] = fut
-            fut.add_done_callback(lambda _f, k=key: self._inflight.pop(k, None))
+            fut.add_done_callback(lambda _f: self._inflight.pop(key, None))
         return await asyncio.shield(fut)
 
     async def _fetch(self, key: str, repo: str, rev: str) -> dict[str, Any] | None:

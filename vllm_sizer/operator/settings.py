@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -76,7 +76,7 @@ class OperatorSettings(BaseModel):
 
     @field_validator("headroom", mode="before")
     @classmethod
-    def _headroom(cls, v):
+    def _headroom(cls, v: str | float) -> float:
         return parse_headroom(v)
 
     @classmethod
@@ -95,14 +95,16 @@ class OperatorSettings(BaseModel):
             v = get(name)
             return None if v is None else [s.strip() for s in v.split(",") if s.strip()]
 
-        data: dict[str, object] = {
+        def quantity(name: str) -> int | None:
+            v = get(name)
+            return None if v is None else parse_quantity(v)
+
+        data: dict[str, Any] = {
             "mode": get("MODE"),
             "headroom": get("HEADROOM"),
-            "rounding_bytes": parse_quantity(get("ROUNDING")) if get("ROUNDING") else None,
+            "rounding_bytes": quantity("ROUNDING"),
             "pin_cpu_kv_gib": get("PIN_CPU_KV_GIB"),
-            "largest_node_memory_bytes": parse_quantity(get("LARGEST_NODE_MEMORY"))
-            if get("LARGEST_NODE_MEMORY")
-            else None,
+            "largest_node_memory_bytes": quantity("LARGEST_NODE_MEMORY"),
             "fail_closed": flag("FAIL_CLOSED"),
             "namespaces": listing("NAMESPACES"),
             "excluded_namespaces": listing("EXCLUDED_NAMESPACES"),
@@ -121,9 +123,7 @@ class OperatorSettings(BaseModel):
             "webhook_port": get("WEBHOOK_PORT"),
             "webhook_url": get("WEBHOOK_URL"),
             "metrics_port": get("METRICS_PORT"),
-            "max_request_bytes": parse_quantity(get("MAX_REQUEST_SIZE"))
-            if get("MAX_REQUEST_SIZE")
-            else None,
+            "max_request_bytes": quantity("MAX_REQUEST_SIZE"),
             "service_name": get("SERVICE_NAME"),
             "patch_existing": flag("PATCH_EXISTING"),
         }

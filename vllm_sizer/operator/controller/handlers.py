@@ -80,7 +80,9 @@ def register(
     def when(body: Any, **_: Any) -> bool:
         return sizer.wants(body)
 
-    async def size(body: Any, logger: logging.Logger, **_: Any) -> dict[str, Any] | None:
+    async def size(
+        body: Any, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+    ) -> dict[str, Any] | None:
         try:
             result = await sizer.size(body)
         except ApiError as exc:

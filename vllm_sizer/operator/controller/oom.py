@@ -138,7 +138,9 @@ class OomWatcher:
         self.verdicts = verdicts
         self.count = count or _default_count
         if read is None:
-            from ...workloads.reader import read_workloads as read
+            from ...workloads.reader import read_workloads
+
+            read = read_workloads
         self.read = read
         self._seen: set[tuple[str, str, int]] = set()
         self._tasks: list[asyncio.Task] = []
@@ -227,7 +229,7 @@ class OomWatcher:
     ) -> OomRecord | None:
         meta = pod.get("metadata") or {}
         ns, name, container = meta.get("namespace") or "default", meta.get("name"), cs.get("name")
-        spec_c = next(
+        spec_c: dict[str, Any] = next(
             (
                 c
                 for c in ((pod.get("spec") or {}).get("containers") or [])

@@ -174,7 +174,7 @@ class SizeResult:
     action: str  # skipped | unchanged | annotated | patched
     reason: str | None = None  # Event reason (Sized / Undersized / CannotSize)
     message: str = ""
-    annotations: dict[str, str] = field(default_factory=dict)  # written
+    annotations: dict[str, str | None] = field(default_factory=dict)  # written (None: removed)
     event: dict[str, Any] | None = None  # posted
     decision: ObjectDecision | None = None
 
@@ -185,7 +185,7 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
     if not active:
         return None
     under = [
-        d
+        (d, d.report)
         for d in active
         if d.reason in UNDERSIZED_REASONS and d.report is not None and d.verdict != "mutate"
     ]
@@ -197,8 +197,8 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
                 parts.append(messages.mutated_warning(d))
         return "Sized", "Normal", "vllm-sizer raised memory: " + "; ".join(parts)
     if under:
-        for d in under:
-            w, r = d.workload, d.report
+        for d, r in under:
+            w = d.workload
             needed = d.needed_bytes or 0
             if d.reason == "undersized" and w.limit_bytes is not None:
                 parts.append(messages.undersized(w, r, needed, d.fitting_tokens))
@@ -212,8 +212,7 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
         return "Undersized", "Warning", "; ".join(parts)
     if unknown:
         return "CannotSize", "Warning", "; ".join(d.message for d in unknown)
-    for d in active:
-        r = d.report
+    for d, r in ((d, d.report) for d in active if d.report is not None):  # all, after `unknown`
         if d.limit_before is None:
             parts.append(
                 f"{d.workload.container}: no memory limit; estimated peak "
@@ -258,7 +257,9 @@ class Sizer:
         self.settings = settings
         self.lookup = lookup or NoLookup()
         if read is None:
-            from ...workloads.reader import read_workloads as read
+            from ...workloads.reader import read_workloads
+
+            read = read_workloads
         self.read = read
         self.policy = settings.policy()
         observe_mode = "warn" if settings.mode in ("mutate", "enforce") else settings.mode
