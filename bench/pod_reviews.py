@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from webhook_load import paced, payloads, saturate, start_server  # noqa: E402
 
-SIZED_LABEL = "vllm-sizer.io/sized"
+from vllm_sizer.workloads.api_names import SIZED_LABEL  # noqa: E402
 
 
 def pod_from(example: str, *, labelled: bool, owner: str = "ReplicaSet") -> dict:

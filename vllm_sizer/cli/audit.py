@@ -21,6 +21,7 @@ from ..policy.messages import gi
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import PolicySettings
 from ..workloads import kinds
+from ..workloads.api_names import LAST_OOM_ANNOTATION, MODEL_CONFIGS_LABEL
 from .check import build_context
 
 # (apiVersion, plural, kind) of the workload kinds read: every kind of the one kinds table
@@ -32,7 +33,7 @@ WORKLOAD_RESOURCES: tuple[tuple[str, str, str], ...] = tuple(
 # What the reader needs besides the workloads (as `check` finds them in its input).
 CONTEXT_RESOURCES: tuple[tuple[str, str, str, str | None], ...] = (
     ("v1", "limitranges", "LimitRange", None),
-    ("v1", "configmaps", "ConfigMap", "vllm-sizer.io/model-configs=true"),
+    ("v1", "configmaps", "ConfigMap", f"{MODEL_CONFIGS_LABEL}=true"),
     ("serving.kserve.io/v1alpha1", "servingruntimes", "ServingRuntime", None),
     ("serving.kserve.io/v1alpha1", "clusterservingruntimes", "ClusterServingRuntime", None),
 )
@@ -310,7 +311,7 @@ def _rows(
     for d in decision.containers:
         w = d.workload
         ooms, restarts = _oom_history(pods, w.container)
-        last_oom = (w.annotations or {}).get("vllm-sizer.io/last-oom")
+        last_oom = (w.annotations or {}).get(LAST_OOM_ANNOTATION)
         notes = [n for n in ([w.model_note] if w.model_note else [])]
         notes += [str(x) for x in w.diagnostics if x.severity == "error"][:3]
         if last_oom and not ooms:

@@ -19,6 +19,7 @@ from ..policy.cluster import ClusterContext
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
 from ..workloads import limits
+from ..workloads.api_names import VALIDATING_WEBHOOK_NAME
 
 CONTEXT_KINDS = {"LimitRange", "ServingRuntime", "ClusterServingRuntime"}
 
@@ -249,7 +250,7 @@ def render_text(results: list[ObjectDecision]) -> str:
         if r.verdict == "deny":
             lines.append(
                 f"  Error from server (Forbidden): error when creating: admission webhook "
-                f'"validate.vllm-sizer.io" denied the request: {r.message}'
+                f'"{VALIDATING_WEBHOOK_NAME}" denied the request: {r.message}'
             )
         for w in r.warnings:
             lines.append(f"  Warning: {w}")

@@ -49,6 +49,7 @@ from ..operator.settings import (
     VALIDATING_CONFIG_NAME,
     OperatorSettings,
 )
+from ..workloads.api_names import DEV_LABEL
 
 log = logging.getLogger("vllm_sizer.run")
 DEV_MUTATING = "vllm-sizer-dev-mutating"
@@ -445,7 +446,7 @@ def dev_configurations(
     mutating["metadata"]["name"] = DEV_MUTATING
     validating["metadata"]["name"] = DEV_VALIDATING
     for cfg in (mutating, validating):
-        cfg["metadata"].setdefault("labels", {})["vllm-sizer.io/dev"] = "true"
+        cfg["metadata"].setdefault("labels", {})[DEV_LABEL] = "true"
     return mutating, validating
 
 

@@ -31,12 +31,13 @@ from ..policy.cluster import (
     model_key,
     model_keys,
 )
+from ..workloads.api_names import MODEL_CONFIGS_LABEL
 from .cluster_listings import (
     ApiClientFactory,
     BackgroundListing,  # noqa: F401
     list_items,
 )
-from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
+from .settings import OperatorSettings
 
 
 class ModelConfigLookup(Protocol):

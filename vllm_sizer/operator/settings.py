@@ -11,11 +11,9 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..policy.settings import Mode, PolicySettings, parse_headroom
 from ..workloads import kinds as _kinds
-from ..workloads.model import SIZED_LABEL  # noqa: F401 - part of the operator's names
 from ..workloads.quantity import parse_quantity
 
 # ---- names shared by the server, the controller, the chart and manifests/ -----------------
-GROUP = "vllm-sizer.io"
 WEBHOOK_PORT = 9443
 METRICS_PORT = 8080
 HEALTH_PATH = "/healthz"
@@ -26,8 +24,6 @@ VALIDATE_PATH = "/validate"
 MUTATING_CONFIG_NAME = "vllm-sizer-mutating"
 VALIDATING_CONFIG_NAME = "vllm-sizer-validating"
 CERT_SECRET_NAME = "vllm-sizer-webhook-tls"
-MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
-LAST_OOM_ANNOTATION = "vllm-sizer.io/last-oom"
 
 # Workload kinds the webhooks serve and `check` sizes: (group, version, plural, kind), from the
 # one kinds table (vllm_sizer/workloads/kinds.py); the controller watches WATCHED_RESOURCES

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..estimator import catalog
+from ..workloads.api_names import MODEL_CONFIGS_LABEL
 from ..workloads.model import ReadContext
 from .limit_ranges import container_memory_max
 
 log = logging.getLogger("vllm_sizer.cluster")
 
-MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
 # ConfigMap keys must match [-._a-zA-Z0-9]+, so "Org/Name" cannot be a key: write it as
 # "Org--Name" (the first "--" stands for the "/"). Both spellings are accepted.
 KEY_SLASH = "--"

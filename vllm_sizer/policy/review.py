@@ -17,25 +17,32 @@ from ..estimator import EstimatorError, MemoryReport, ModelGeometry, build_repor
 from ..estimator.catalog import cached_geometry
 from ..estimator.units import GiB
 from ..estimator.units import to_quantity as format_quantity
-from ..workloads.model import (
+from ..workloads.api_names import (
     ANNOTATION_HEADROOM,
     ANNOTATION_MODE,
+    ANNOTATION_MODEL_CONFIG,
     ANNOTATION_SKIP,
+    BREAKDOWN_ANNOTATION,
+    DECISION_ANNOTATION,
+    ESTIMATE_ANNOTATION,
+    ESTIMATOR_VERSION_ANNOTATION,
+    MODEL_CONFIGS_LABEL,
+    NOTES_ANNOTATION,
     SIZED_LABEL,
-    ReadContext,
-    Workload,
 )
+from ..workloads.model import ReadContext, Workload
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
 from .settings import MODES, Mode, PolicySettings, parse_headroom, parse_mode
 
-PREFIX = "vllm-sizer.io/"
-A_ESTIMATE = PREFIX + "estimate"
-A_BREAKDOWN = PREFIX + "breakdown"
-A_NOTES = PREFIX + "notes"
-A_DECISION = PREFIX + "decision"
-A_VERSION = PREFIX + "estimator-version"
-OUR_ANNOTATIONS = (A_ESTIMATE, A_BREAKDOWN, A_NOTES, A_DECISION, A_VERSION)
+# The annotations a review writes (a controller adds its own: operator/controller/sizing.py)
+OUR_ANNOTATIONS = (
+    ESTIMATE_ANNOTATION,
+    BREAKDOWN_ANNOTATION,
+    NOTES_ANNOTATION,
+    DECISION_ANNOTATION,
+    ESTIMATOR_VERSION_ANNOTATION,
+)
 _RANK = {"deny": 4, "mutate": 3, "unknown": 2, "allow": 1, "skip": 0}
 # JSON pointers of the pod-template label maps, per kind (KServe copies spec.predictor.labels
 # onto the predictor's pods).
@@ -207,8 +214,8 @@ def _estimate(w: Workload) -> tuple[MemoryReport | None, ModelGeometry | None, s
             None,
             (
                 f"unknown model '{w.model or '?'}': add its config.json as the "
-                "vllm-sizer.io/model-config annotation or a ConfigMap labelled "
-                "vllm-sizer.io/model-configs=true"
+                f"{ANNOTATION_MODEL_CONFIG} annotation or a ConfigMap labelled "
+                f"{MODEL_CONFIGS_LABEL}=true"
             ),
         )
     try:
@@ -452,7 +459,7 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
             return {}  # sized elsewhere (its owner, or the template it came from): keep them
         single = len(result.containers) == 1
         unsized: dict[str, str | None] = {k: None for k in OUR_ANNOTATIONS}
-        unsized[A_DECISION] = "; ".join(
+        unsized[DECISION_ANNOTATION] = "; ".join(
             (f"{d.workload.container}: " if not single else "") + _unsized_text(d)
             for d in result.containers
         )
@@ -472,22 +479,22 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
     from .. import __version__
 
     desired: dict[str, str | None] = {
-        A_ESTIMATE: estimate,
-        A_BREAKDOWN: json.dumps(breakdown, separators=(",", ":"), sort_keys=True),
-        A_NOTES: notes[:4000],
-        A_VERSION: __version__,
+        ESTIMATE_ANNOTATION: estimate,
+        BREAKDOWN_ANNOTATION: json.dumps(breakdown, separators=(",", ":"), sort_keys=True),
+        NOTES_ANNOTATION: notes[:4000],
+        ESTIMATOR_VERSION_ANNOTATION: __version__,
     }
     fresh = "; ".join(
         (f"{d.workload.container}: " if not single else "") + messages.decision_text(d)
         for d in sized
     )
-    before = existing.get(A_DECISION)
+    before = existing.get(DECISION_ANNOTATION)
     keep = (
         isinstance(before, str)
-        and existing.get(A_ESTIMATE) == estimate
+        and existing.get(ESTIMATE_ANNOTATION) == estimate
         and _mutation_still_applies(before, sized, single)
     )
-    desired[A_DECISION] = before if keep else fresh
+    desired[DECISION_ANNOTATION] = before if keep else fresh
     return {k: v for k, v in desired.items() if existing.get(k) != v}
 
 

@@ -10,15 +10,6 @@ from ..estimator.settings import EngineSettings
 from ..estimator.versions import VllmVersion
 from .vllm_args import Diagnostic
 
-# Annotation keys read from the workload's own metadata.
-ANNOTATION_MODEL_CONFIG = "vllm-sizer.io/model-config"  # inline config.json (JSON)
-ANNOTATION_VLLM_CONFIG = "vllm-sizer.io/vllm-config"  # contents of a --config YAML file
-ANNOTATION_MODE = "vllm-sizer.io/mode"
-ANNOTATION_HEADROOM = "vllm-sizer.io/headroom"
-ANNOTATION_SKIP = "vllm-sizer.io/skip"
-# Stable label on the pod templates of sized workloads: the OOM watch selects pods by it.
-SIZED_LABEL = "vllm-sizer.io/sized"
-
 ModelConfigSource = Literal["annotation", "catalog", "resolver", "none"]
 
 

@@ -40,19 +40,18 @@ from ..estimator import catalog
 from ..estimator.names import resolve_model
 from ..estimator.versions import VllmVersion
 from . import images, kinds, limits, platforms, vllm_flags
+from .api_names import (
+    ANNOTATION_MODEL_CONFIG,
+    ANNOTATION_SKIP,
+    ANNOTATION_VLLM_CONFIG,
+    MODEL_CONFIGS_LABEL,
+    SIZED_LABEL,
+)
 from .device import detect_device
 from .execution import executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
-from .model import (
-    ANNOTATION_MODEL_CONFIG,
-    ANNOTATION_SKIP,
-    ANNOTATION_VLLM_CONFIG,
-    SIZED_LABEL,
-    ModelConfigSource,
-    ReadContext,
-    Workload,
-)
+from .model import ModelConfigSource, ReadContext, Workload
 from .quantity import parse_quantity
 from .shell import find_shell, run_script
 from .view import ContainerView
@@ -1252,7 +1251,7 @@ def _how_to_supply(model: str, info: _ObjectInfo) -> str:
         org, name = model.split("://", 1)[-1].split("@", 1)[0].strip("/").split("/", 1)
         return (
             f"Supply it: {annotation}, or put it in a ConfigMap labelled "
-            f"vllm-sizer.io/model-configs=true under the key '{org}--{name}', or enable the "
+            f"{MODEL_CONFIGS_LABEL}=true under the key '{org}--{name}', or enable the "
             "Hub lookup (hub.enabled)"
         )
     return f"Supply it: {annotation}"

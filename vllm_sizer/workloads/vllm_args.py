@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from ..estimator.settings import EngineSettings
 from ..estimator.versions import VllmVersion
 from . import vllm_flags as vf
+from .api_names import ANNOTATION_VLLM_CONFIG
 
 Severity = Literal["error", "warning", "info"]
 
@@ -496,7 +497,7 @@ def parse_vllm_args(
                         Diagnostic(
                             "warning",
                             "config file contents unknown: settings in it are not "
-                            "seen (inline them with the vllm-sizer.io/vllm-config annotation)",
+                            f"seen (inline them with the {ANNOTATION_VLLM_CONFIG} annotation)",
                             flag="--config",
                             raw=path,
                         )

@@ -14,7 +14,8 @@ from aiohttp import web
 from vllm_sizer.operator.controller import Sizer
 from vllm_sizer.operator.model_configs import (ClusterModelConfigs, HubConfigFetcher,
                                                configmap_key_to_model)
-from vllm_sizer.operator.settings import MODEL_CONFIGS_LABEL, OperatorSettings
+from vllm_sizer.operator.settings import OperatorSettings
+from vllm_sizer.workloads.api_names import MODEL_CONFIGS_LABEL
 
 from .conftest import DEPLOYMENTS, events, example, put, stored
 

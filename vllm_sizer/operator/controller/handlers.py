@@ -22,13 +22,13 @@ from typing import Any
 
 import kopf
 
+from ...workloads.api_names import KOPF_PREFIX
 from ..settings import WATCHED_RESOURCES
 from .kube import ApiError
 from .oom import OomWatcher
 from .sizing import OUTPUT_ANNOTATIONS, Sizer
 
 log = logging.getLogger("vllm_sizer.controller")
-KOPF_PREFIX = "controller.vllm-sizer.io"
 HANDLER_ID = "size"
 
 

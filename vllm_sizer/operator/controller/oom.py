@@ -35,13 +35,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..settings import LAST_OOM_ANNOTATION, SIZED_LABEL, OperatorSettings
+from ...workloads.api_names import ESTIMATE_ANNOTATION, LAST_OOM_ANNOTATION, SIZED_LABEL
+from ..settings import OperatorSettings
 from .kube import ApiError, KubeApi, resource_path
 from .sizing import INTERMEDIATE_KINDS, KNOWN_KINDS, controller_owner, object_path, post_event
 
 log = logging.getLogger("vllm_sizer.controller.oom")
 SELECTOR = f"{SIZED_LABEL}=true"
-ESTIMATE_ANNOTATION = "vllm-sizer.io/estimate"
 WATCH_TIMEOUT_SECONDS = 290
 
 

@@ -30,16 +30,19 @@ from typing import Any
 
 from ...policy import messages
 from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object, sized_label_patch
-from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
+from ...workloads.api_names import (
+    ANNOTATION_MODE,
+    LAST_EVENT_ANNOTATION,
+    LAST_OOM_ANNOTATION,
+    PODS_ANNOTATION,
+)
+from ...workloads.model import ReadContext, Workload
 from ..model_configs import ModelConfigLookup, NoLookup, namespaced
-from ..settings import LAST_OOM_ANNOTATION, SERVED_RESOURCES, OperatorSettings
+from ..settings import SERVED_RESOURCES, OperatorSettings
 from .kube import JSON_PATCH, ApiError, KubeApi, resource_path
 
 log = logging.getLogger("vllm_sizer.controller")
 
-LAST_EVENT_ANNOTATION = "vllm-sizer.io/last-event"
-# What the pod-level webhook did to this object's pods (written by pods.PodVerdicts).
-PODS_ANNOTATION = "vllm-sizer.io/pods"
 # Annotations the controller and the webhook write (outputs). Everything else under
 # vllm-sizer.io/ on an object is an input (mode, headroom, skip, model-config, vllm-config).
 OUTPUT_ANNOTATIONS: tuple[str, ...] = (

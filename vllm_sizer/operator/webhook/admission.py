@@ -34,7 +34,8 @@ from typing import Any
 
 from ...policy.review import ObjectDecision, review_object
 from ...policy.settings import PolicySettings
-from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
+from ...workloads.api_names import ANNOTATION_MODE
+from ...workloads.model import ReadContext, Workload
 from .. import metrics
 from ..model_configs import ModelConfigLookup, namespaced
 from ..settings import SERVED_RESOURCES, OperatorSettings
