@@ -5,6 +5,7 @@
     python scripts/corpus_report.py --all      # every server, with why not sized
     python scripts/corpus_report.py --json     # machine-readable
     python scripts/corpus_report.py --xfail    # today's failures as the test's XFAIL dicts
+    python scripts/corpus_report.py --write    # write them (and XFAIL_BEYOND) into the test
 
 Run from the repository root after merging reader changes; compare with the floors in
 tests/published/test_published_corpus.py (raise them when the fractions rise).
@@ -31,6 +32,53 @@ def _why(r: corpus.ServerResult) -> str:
     return ""
 
 
+TEST = Path(__file__).resolve().parents[1] / "tests" / "published" / "test_published_corpus.py"
+
+
+def _dict_block(name: str, rows: list[tuple[str, str]]) -> str:
+    body = "".join(f"    {k!r}:\n        {v!r},\n" for k, v in rows)
+    return f"{name}: dict[str, str] = {{\n{body}}}\n"
+
+
+def _replace_dict(text: str, name: str, block: str) -> str:
+    start = text.index(f"{name}: dict[str, str] = {{")
+    end = text.index("\n}\n", start) + 3
+    return text[:start] + block + text[end:]
+
+
+def _write_xfail(files: tuple[corpus.FileResult, ...]) -> int:
+    """Today's failures into the test's XFAIL_SERVERS / XFAIL_UNTOUCHED (generated reasons) and
+    XFAIL_BEYOND (reasons kept where a case still fails; new cases get the reader's output)."""
+    text = TEST.read_text()
+    ns: dict = {}
+    beyond_old = {}
+    start = text.index("XFAIL_BEYOND: dict[str, str] = {")
+    exec(text[start : text.index("\n}\n", start) + 3], ns)
+    beyond_old = ns["XFAIL_BEYOND"]
+    servers = [(r.id, corpus.xfail_reason(r)) for f in files for r in f.servers if not r.read_right]
+    untouched = [
+        (f.entry["file"], "a Workload for " + ", ".join(f.touched)) for f in files if f.touched
+    ]
+    beyond = [
+        (
+            f.entry["file"],
+            beyond_old.get(f.entry["file"])
+            or ("Workloads the index does not list: " + "; ".join(f.unexpected))[:200],
+        )
+        for f in files
+        if f.unexpected
+    ]
+    text = _replace_dict(text, "XFAIL_SERVERS", _dict_block("XFAIL_SERVERS", servers))
+    text = _replace_dict(text, "XFAIL_UNTOUCHED", _dict_block("XFAIL_UNTOUCHED", untouched))
+    text = _replace_dict(text, "XFAIL_BEYOND", _dict_block("XFAIL_BEYOND", beyond))
+    TEST.write_text(text)
+    print(
+        f"wrote {len(servers)} servers, {len(untouched)} untouched, {len(beyond)} beyond "
+        f"into {TEST.relative_to(TEST.parents[2])}"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--all", action="store_true", help="list every server, not only the failures")
@@ -40,9 +88,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print XFAIL_SERVERS / XFAIL_UNTOUCHED for the cases failing now",
     )
+    ap.add_argument(
+        "--write",
+        action="store_true",
+        help="rewrite the XFAIL dicts of tests/published/test_published_corpus.py",
+    )
     args = ap.parse_args(argv)
 
     files = corpus.evaluate()
+    if args.write:
+        return _write_xfail(files)
     if args.xfail:
         print("XFAIL_SERVERS: dict[str, str] = {")
         for f in files:
@@ -134,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
                     "model not named by the manifest"
                     if r.server.get("model") is None
                     else "unknown model"
-                    if "unknown model" in r.why_not_sized
+                    if (
+                        "unknown model" in r.why_not_sized
+                        or "no config.json known" in r.why_not_sized
+                    )
                     else r.why_not_sized[:60]
                 )
             ] += 1

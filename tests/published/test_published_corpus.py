@@ -22,49 +22,19 @@ from . import corpus
 INDEX = corpus.load_index()
 SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 
-# Measured on 2026-12-01 (this branch, before the parallel reader fixes were merged):
-# 99 servers in 100 files. Raise a floor when a merge raises the fraction; never lower one.
-FLOOR_DATE = "2026-12-01"
-FLOORS = {"found": 0.898, "read_right": 0.817, "sized": 0.676}
+# Measured on 2026-12-02: 99 servers in 100 files. Raise a floor when a merge raises the
+# fraction; never lower one.
+FLOOR_DATE = "2026-12-02"
+FLOORS = {"found": 0.989, "read_right": 0.969, "sized": 0.757}
 
-# XFAIL-BLOCK: `python scripts/corpus_report.py --xfail` prints the current list.
+# XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).
 # A fix turns a case into XPASS, which fails (strict) until its line is removed here.
 XFAIL_SERVERS: dict[str, str] = {
     'ai-on-eks/lws-llama3-405b-trn1.yaml::LeaderWorkerSet/llama3-405b-lws/vllm-leader':
         "args only, and the image's ENTRYPOINT is not known: not found (LeaderWorkerSet llama3-405b-lws container vllm-leader)",
     'ai-on-eks/rayservice-vllm-deepseek.yaml::RayService/vllm/ray-worker':
-        'platform kind RayService not read: not found (RayService vllm container ray-worker)',
-    'aibrix/heterogeneous-deepseek-coder-7b-l20.yaml::Deployment/deepseek-coder-7b-l20/llm-engine':
-        "model by local path: the id is in an init container's download: model '/models/deepseek-coder-6.7b-instruct', want 'deepseek-ai/deepseek-coder-6.7b-instruct'",
-    'aibrix/vllm-ascend-stormservice.yaml::StormService/default-qwen25/prefill':
-        "device not evident to the reader: device 'unknown', want 'other'",
-    'data-on-eks/rayservice-deepseek-r1-8b-s3.yaml::RayService/deepseek-r1-8b/ray-worker':
-        'platform kind RayService not read: not found (RayService deepseek-r1-8b container ray-worker)',
-    'gke-samples/rayservice-llama-3-8b.yaml::RayService/llama-3-8b/llm':
-        'platform kind RayService not read: not found (RayService llama-3-8b container llm)',
-    'kaito/inferenceset-phi-4-mini.yaml::InferenceSet/phi-4-mini/-':
-        'platform kind InferenceSet not read: not found (InferenceSet phi-4-mini)',
-    'kaito/workspace-gpt-oss-20b.yaml::Workspace/workspace-gpt-oss-20b/-':
-        'vLLM command line hidden in an image script: command line not read (settings None): ',
-    'kaito/workspace-llama-3.3-70b-instruct.yaml::Workspace/workspace-llama-3-3-70b-instruct/-':
-        'vLLM command line hidden in an image script: command line not read (settings None): ',
-    'kserve-website/multi-node-huggingface-llama3-pvc.yaml::InferenceService/huggingface-llama3/kserve-container':
-        'KServe workerSpec parallelism not read: pipeline_parallel_size 1, want 2',
-    'kserve/llmisvc-dp-ep-deepseek-naive.yaml::LLMInferenceService/deepseek-coder-v2/main@/spec/worker/containers/0':
-        'LLMInferenceService spec.worker not read: not found (LLMInferenceService deepseek-coder-v2 container main)',
-    'kserve/llmisvc-managed-dra-minimal.yaml::LLMInferenceService/qwen2-7b-instruct-dra-minimal/main':
-        "device not evident to the reader: device 'unknown', want 'cuda'",
-    'kuberay/rayservice-deepseek-r1.yaml::RayService/deepseek-r1/ray-worker':
-        'platform kind RayService not read: not found (RayService deepseek-r1 container ray-worker)',
-    'kuberay/rayservice-high-throughput-llm.yaml::RayService/qwen-35-4b/llm':
-        'platform kind RayService not read: not found (RayService qwen-35-4b container llm)',
-    'llm-d/modelservice-output-dra.yaml::Deployment/dra-llm-d-modelservice-decode/vllm':
-        "device misread: device 'cuda', want 'other'",
-    'llm-d/modelservice-output-rebellions-atom.yaml::Deployment/rebellions-atom-llm-d-modelservice-decode/vllm':
-        "args only, and the image's ENTRYPOINT is not known: not found (Deployment rebellions-atom-llm-d-modelservice-decode container vllm)",
-    'llm-d/modelservice-output-xpu.yaml::Deployment/xpu-llm-d-modelservice-decode/vllm':
-        "args only, and the image's ENTRYPOINT is not known: not found (Deployment xpu-llm-d-modelservice-decode container vllm)",
+        "misread: dtype 'auto', want 'bfloat16'",
     'production-stack/helm-15-a-pp-raycluster.yaml::RayCluster/vllm-distilgpt2-raycluster-raycluster/vllm-ray-head':
         "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
 }
@@ -72,24 +42,6 @@ XFAIL_SERVERS: dict[str, str] = {
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one
 # (settings None, so a `cannot size` warning on every apply) or one read as vLLM.
 XFAIL_UNTOUCHED: dict[str, str] = {
-    'aibrix/deepseek-r1-huggingface-fleet.yaml':
-        'a Workload for RayClusterFleet/deepseek-r1-671b/ray-worker',
-    'aibrix/disaggregation-router.yaml':
-        'a Workload for Pod/disagg-proxy-router/disagg-proxy',
-    'aibrix/volcano-deepseek-r1-fleet.yaml':
-        'a Workload for RayClusterFleet/deepseek-r1-671b/ray-worker',
-    'gke-samples/lws-vllm-deepseek-r1-a3.yaml':
-        'a Workload for LeaderWorkerSet/vllm/vllm-worker',
-    'gke-samples/lws-vllm-llama3-405b-a3.yaml':
-        'a Workload for LeaderWorkerSet/vllm/vllm-worker',
-    'kserve-website/text-generation-llama3-hf-backend.yaml':
-        'a Workload for InferenceService/llama3-8b/kserve-container',
-    'kserve/isvc-hf-storage-backend-huggingface.yaml':
-        'a Workload for InferenceService/huggingface-llama2/kserve-container',
-    'lws/vllm-gpu-lws.yaml':
-        'a Workload for LeaderWorkerSet/vllm/vllm-worker',
-    'production-stack/helm-15-a-pp-raycluster.yaml':
-        'a Workload for RayCluster/vllm-distilgpt2-raycluster-raycluster/vllm-ray-worker',
 }
 
 
@@ -221,13 +173,6 @@ def test_non_vllm_containers_never_patched(entry):
 
 # Files where the reader gives a Workload the index does not list (same strict rule).
 XFAIL_BEYOND: dict[str, str] = {
-    "data-on-eks/rayservice-deepseek-r1-8b-s3.yaml": "serveConfigV2 LLM configs are read as "
-    "workloads named app/model at the GPU worker's path; the index names the Ray container",
-    "kuberay/rayservice-deepseek-r1.yaml": "serveConfigV2 LLM config read as app/model (as above)",
-    "kuberay/rayservice-high-throughput-llm.yaml": "serveConfigV2 LLM config read as app/model "
-    "(as above)",
-    "opendatahub/template-vllm-cuda-runtime.yaml": "an OpenShift Template's ServingRuntime "
-    "container is read by structure as a vLLM server; it is a runtime, not a server",
 }
 
 

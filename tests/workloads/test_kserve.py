@@ -88,7 +88,8 @@ spec:
 
 
 def test_hf_backend_huggingface_is_not_vllm():
-    w = one("""
+    """--backend=huggingface runs Transformers: no Workload (never a warning on it)."""
+    assert not read_workloads(yaml.safe_load("""
 apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService
 metadata: {name: bert}
@@ -97,8 +98,7 @@ spec:
     model:
       modelFormat: {name: huggingface}
       args: [--model_id=google-bert/bert-base-uncased, --backend=huggingface]
-""")
-    assert w.skip_reason and "not vLLM" in w.skip_reason
+"""))
 
 
 RUNTIME = """
@@ -297,3 +297,68 @@ spec:
 """)
     assert w.lora_modules == ["b=/b"] and w.settings.max_lora_rank == 8
     assert any("does not add spec.model.lora" in m for m in messages(w, "info"))
+
+
+MULTINODE = """
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: llama3}
+spec:
+  predictor:
+    model:
+      modelFormat: {name: huggingface}
+      storageUri: hf://meta-llama/Llama-3.1-8B-Instruct
+    workerSpec:
+      pipelineParallelSize: 2
+      tensorParallelSize: 4
+"""
+
+
+def test_multinode_predictor_takes_its_parallel_sizes_from_the_worker_spec():
+    """KServe sets TENSOR_PARALLEL_SIZE / PIPELINE_PARALLEL_SIZE from workerSpec; the stock
+    multi-node runtime passes them to the server (kserve-huggingfaceserver-multinode.yaml)."""
+    (w,) = read_workloads(yaml.safe_load(MULTINODE))
+    assert w.runtime == "kserve-huggingfaceserver-multinode"
+    assert w.settings.pipeline_parallel_size == 2 and w.settings.tensor_parallel_size == 4
+    assert w.model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert any("multi-node predictor" in d.message for d in w.diagnostics)
+
+
+def test_multinode_predictor_skips_runtimes_without_a_worker_spec_and_defaults_to_one():
+    obj = yaml.safe_load(MULTINODE)
+    del obj["spec"]["predictor"]["workerSpec"]["pipelineParallelSize"]
+    single = yaml.safe_load(RUNTIME.replace("vLLM", "huggingface"))  # autoSelect, no workerSpec
+    ctx = ReadContext(serving_runtimes={"single": single})
+    (w,) = read_workloads(obj, ctx)
+    assert w.runtime == "kserve-huggingfaceserver-multinode"  # the single-node runtime is not taken
+    assert w.settings.pipeline_parallel_size == 1 and w.settings.tensor_parallel_size == 4
+
+
+def test_llmisvc_worker_pods_run_the_engine_too_and_the_unknown_model_is_said_once():
+    obj = yaml.safe_load("""
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata: {name: dp}
+spec:
+  model: {uri: "hf://Qwen/Qwen3-8B", name: Qwen/Qwen3-8B}
+  parallelism: {data: 16, dataLocal: 8, tensor: 1}
+  template:
+    containers:
+    - name: main
+      resources: {limits: {memory: 512Gi, nvidia.com/gpu: "8"}}
+  worker:
+    containers:
+    - name: main
+      resources: {limits: {memory: 256Gi, nvidia.com/gpu: "8"}}
+""")
+    leader, worker = read_workloads(obj)
+    assert leader.container_path == "/spec/template/containers/0"
+    assert worker.container_path == "/spec/worker/containers/0"
+    assert worker.settings.data_parallel_size == 16 and worker.model == "Qwen/Qwen3-8B"
+    assert worker.limit_bytes == 256 * 2**30
+    from vllm_sizer.policy.review import review_object
+    obj["spec"]["model"] = {"uri": "hf://acme/unknown-13b", "name": "acme/unknown-13b"}
+    r = review_object(obj)
+    unknown = [x for x in r.warnings if "no config.json known" in x]
+    assert len(unknown) == 1 and "acme--unknown-13b" in unknown[0]  # the way to supply it
+    assert not any("add its config.json as the" in x for x in r.warnings)  # not said twice

@@ -11,7 +11,7 @@ import jsonpatch
 import pytest
 import yaml
 
-from vllm_sizer.policy.review import NOT_PATCHABLE, review_object
+from vllm_sizer.policy.review import review_object
 from vllm_sizer.policy.settings import PolicySettings
 from vllm_sizer.workloads import kinds, read_workloads
 from vllm_sizer.workloads.api_names import SIZED_LABEL
@@ -103,7 +103,7 @@ def test_kubeai_cpu_profile_and_args():
     assert w.model == "Qwen/Qwen3-0.6B" and w.device == "cpu"
     assert w.settings.max_num_batched_tokens == 1024 and w.settings.enable_lora
     r = review_object(obj, policy=PolicySettings(mode="mutate"))
-    assert r.patch == [] and any(NOT_PATCHABLE in x for x in r.warnings)
+    assert r.patch == [] and any("cannot carry the container's memory limit" in x and "sized when they are created" in x for x in r.warnings)
 
 
 # ---- AIBrix ------------------------------------------------------------------------------------
@@ -154,12 +154,52 @@ def test_dynamo_v1beta1_pod_templates():
 
 # ---- KAITO, Knative ---------------------------------------------------------------------------
 
-def test_kaito_preset_says_kaito_sizes_it():
+def test_kaito_preset_is_read_as_kaito_runs_it_and_never_patched():
+    """The preset names the model (KAITO's supported_models.yaml), KAITO's command line takes
+    the ConfigMap's vllm: section; the Workspace is reported on, never changed."""
+    from vllm_sizer.workloads import ReadContext
+
     obj = doc("kaito-workspace.yaml", "Workspace")
+    cm = doc("kaito-workspace.yaml", "ConfigMap")
+    ctx = ReadContext(config_maps={cm["metadata"]["name"]: cm["data"]})
+    (w,) = read_workloads(obj, ctx)
+    assert w.model == "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B" and w.device == "cuda"
+    assert w.settings.gpu_memory_utilization == 0.95  # the ConfigMap's, over KAITO's 0.84
+    assert w.settings.tensor_parallel_size == 2 and w.settings.max_model_len == 131072
+    assert not w.patchable and not w.skip_reason
+    assert review_object(obj, ctx, policy=enforce()).patch == []
+    assert read_workloads(cm) == []
+    # without the ConfigMap: KAITO's default, and the warning says the parameters are unseen
     (w,) = read_workloads(obj)
-    assert "KAITO" in w.skip_reason and "ds-inference-params" in w.skip_reason
-    assert review_object(obj, policy=enforce()).patch == []
-    assert read_workloads(doc("kaito-workspace.yaml", "ConfigMap")) == []
+    assert w.settings.gpu_memory_utilization == 0.84
+    assert any("not visible here" in d.message for d in w.diagnostics)
+    # the Transformers runtime is not vLLM: nothing to size
+    obj["metadata"]["annotations"] = {"kaito.sh/runtime": "transformers"}
+    assert read_workloads(obj) == []
+
+
+def test_kaito_pods_run_kaitos_vllm_script_and_are_sized_at_creation():
+    """The pod KAITO creates runs `python3 /workspace/vllm/inference_api.py` with vLLM's flags
+    after its own --kaito-* ones (inference_api.py:64-154)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ws-0"}, "spec": {"containers": [{
+        "name": "ws", "image": "mcr.microsoft.com/aks/kaito/kaito-base:0.5.0",
+        "command": ["/bin/sh", "-c", "python3 /workspace/vllm/inference_api.py "
+                    "--kaito-config-file /mnt/config/inference_config.yaml --model Qwen/Qwen3-8B "
+                    "--gpu-memory-utilization 0.84 --kaito-disable-rate-limit --max-model-len 8192"],
+        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    (w,) = read_workloads(pod)
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 8192
+    assert not any("kaito" in f for f in w.argv)
+
+
+def test_kaito_inference_set_reads_its_template():
+    obj = {"apiVersion": "kaito.sh/v1alpha1", "kind": "InferenceSet", "metadata": {"name": "p"},
+           "spec": {"replicas": 1, "template": {
+               "inference": {"preset": {"name": "phi-4-mini-instruct"}},
+               "resource": {"instanceType": "Standard_NV36ads_A10_v5"}}}}
+    (w,) = read_workloads(obj)
+    assert w.model == "microsoft/Phi-4-mini-instruct"
+    assert w.settings.gpu_memory_utilization == 0.82  # KAITO's A10 value
 
 
 def test_kaito_template_is_read_not_patched():
@@ -323,3 +363,25 @@ def test_kuberay_runs_ray_start_in_place_of_the_image_entrypoint():
                        "resources": {"limits": {"nvidia.com/gpu": 1}}})
     (w,) = [w for w in read_workloads(serving) if w.settings is not None]
     assert w.container == "w" and w.model == "Qwen/Qwen3-0.6B"
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_platform_yaml_is_read_with_bounds():
+    """serveConfigV2 and a KAITO ConfigMap are user YAML: an alias bomb is refused with a
+    diagnostic, never expanded (limits.load_yaml; 9**9 items if it were)."""
+    from vllm_sizer.workloads import ReadContext
+
+    ws = {"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace", "metadata": {"name": "w"},
+          "inference": {"preset": {"name": "phi-4"}, "config": "c"}}
+    (w,) = read_workloads(ws, ReadContext(config_maps={"c": {"inference_config.yaml": _alias_bomb()}}))
+    assert any("aliases" in d.message for d in w.diagnostics)
+    rs = {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "r"},
+          "spec": {"serveConfigV2": _alias_bomb()}}
+    (w,) = read_workloads(rs)
+    assert w.settings is None and any("aliases" in d.message for d in w.diagnostics)

@@ -575,12 +575,11 @@ spec:
 
 
 def test_leader_worker_set():
-    leader, worker = read(LWS)
+    # the worker only joins the leader's Ray cluster: no Workload, so no warning on each apply
+    (leader,) = read(LWS)
     assert leader.container_path == "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0"
     assert leader.settings.tensor_parallel_size == 8 and leader.settings.pipeline_parallel_size == 2
     assert leader.gpu_count == 8 and leader.model == "Qwen/Qwen3-32B"
-    assert worker.container_path == "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0"
-    assert worker.settings is None and "Ray worker" in worker.skip_reason
     assert not any("not in the container's env" in str(d) for d in leader.diagnostics)
 
 

@@ -150,6 +150,8 @@ class ClusterContext:
     model_configs: dict[str, dict[str, Config]] = field(default_factory=dict)
     limit_ranges: dict[str, int] = field(default_factory=dict)
     trusted_namespace: str | None = None
+    # every ConfigMap's data by namespace and name (check's input; the webhook lists none)
+    config_maps: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
     # ---- building
     @classmethod
@@ -169,6 +171,11 @@ class ClusterContext:
         )
         ctx.model_configs = model_configs_by_namespace(by_kind.get("ConfigMap", []))
         ctx.limit_ranges = limit_range_maxima(by_kind.get("LimitRange", []))
+        for cm in by_kind.get("ConfigMap", []):
+            name = _meta(cm).get("name")
+            data = {str(k): v for k, v in _dict(cm.get("data")).items() if isinstance(v, str)}
+            if isinstance(name, str) and name:
+                ctx.config_maps.setdefault(_ns(cm), {}).setdefault(name, data)
         return ctx
 
     # ---- reading
@@ -209,6 +216,7 @@ class ClusterContext:
             serving_runtimes=dict(self.serving_runtimes.get(ns, {})),
             cluster_serving_runtimes=self.cluster_serving_runtimes,
             model_resolver=resolve,
+            config_maps=dict(self.config_maps.get(ns, {})),
         )
 
 

@@ -146,6 +146,19 @@ def cannot_patch(w: Workload, report: MemoryReport | None, why: str) -> str:
     return f"vllm-sizer: {_who(w)}: not sized{est}: {why}"
 
 
+def not_patchable(w: Workload) -> str:
+    """Why a read and estimated container is not changed: its object cannot carry the limit."""
+    then = (
+        "its pods are sized when they are created"
+        if w.pods_sized_at_creation
+        else "nothing sizes its pods either: set the memory limit by hand from the estimate"
+    )
+    return (
+        f"{w.container}: not changed: this object cannot carry the container's memory limit "
+        f"(see the reader's note); {then}"
+    )
+
+
 def immutable_template(kind: str) -> str:
     return (
         f"an existing {kind}'s pod template is immutable: vllm-sizer changes it only on "

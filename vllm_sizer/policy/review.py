@@ -31,6 +31,7 @@ from ..workloads.api_names import (
     SIZED_LABEL,
 )
 from ..workloads.model import ReadContext, Workload
+from ..workloads.vllm_args import Diagnostic
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
 from .settings import MODES, Mode, PolicySettings, parse_headroom, parse_mode
@@ -65,10 +66,6 @@ TEMPLATE_LABELS: dict[str, tuple[str, ...]] = {
 # it: its pods are then left alone by the pod-level webhook too.
 SKIPPED_LABEL_VALUE = "skip"
 SKIP_ANNOTATION_REASON = f"{ANNOTATION_SKIP} annotation"  # the reader's skip_reason for it
-NOT_PATCHABLE = (
-    "not changed: this object cannot carry the container's memory limit (see the "
-    "reader's note); its pods are sized when they are created"
-)
 
 
 @dataclass
@@ -205,10 +202,28 @@ def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[Mode
     return mode, headroom, warnings
 
 
+UNKNOWN_MODEL_PREFIX = "cannot size: "
+
+
+def _unknown_model_diagnostic(w: Workload) -> Diagnostic | None:
+    """The reader's diagnostic that says the model is unknown and how to supply it, if any."""
+    return next(
+        (
+            d
+            for d in w.diagnostics
+            if d.severity == "error" and d.message.startswith("cannot size: no config.json known")
+        ),
+        None,
+    )
+
+
 def _estimate(w: Workload) -> tuple[MemoryReport | None, ModelGeometry | None, str | None]:
     if w.settings is None:
         return None, None, "the vLLM command line could not be read"
     if w.model_config is None:
+        said = _unknown_model_diagnostic(w)
+        if said is not None:  # the reader's own words, with the way that fits this object
+            return None, None, said.message.removeprefix(UNKNOWN_MODEL_PREFIX)
         return (
             None,
             None,
@@ -314,18 +329,19 @@ def review_object(
         w_mode = mode if w.patchable or mode not in ("mutate", "enforce") else "warn"
         d = decide_container(w, report, geometry, w.settings, policy, w_mode, headroom, why)
         if w_mode != mode and d.verdict != "skip":
-            d.warnings.append(f"{w.container}: {NOT_PATCHABLE}")
+            d.warnings.append(messages.not_patchable(w))
         if pick:
             d.warnings.append(f"{w.container}: {pick}")
+        said = _unknown_model_diagnostic(w) if d.reason == "cannot-size" else None
         for diag in w.diagnostics:
-            if diag.severity in ("error", "warning"):
+            if diag.severity in ("error", "warning") and diag is not said:
                 d.warnings.append(f"{w.container}: {diag}")
         result.containers.append(d)
     result.verdict = max((d.verdict for d in result.containers), key=_RANK.__getitem__)
     denials = [d.message for d in result.containers if d.verdict == "deny"]
     result.message = " ".join(denials)
-    for d in result.containers:
-        result.warnings.extend(d.warnings)
+    for d in result.containers:  # two containers of one name (leader and worker): said once
+        result.warnings.extend(x for x in d.warnings if x not in result.warnings)
     if result.verdict != "deny":
         result.patch, result.annotations = _patch(obj, result, label_pods)
         if (

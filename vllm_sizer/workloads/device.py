@@ -11,12 +11,21 @@ from .vllm_args import Diagnostic
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB (GPU feature discovery)
-OTHER_ACCELERATORS = (
+OTHER_ACCELERATORS = (  # extended-resource prefixes, compared lowercase
     "habana.ai/gaudi",
     "google.com/tpu",
     "aws.amazon.com/neuron",
     "intel.com/gpu",
     "gpu.intel.com/",
+    "huawei.com/ascend",  # Ascend NPU device plugin (huawei.com/Ascend910, aibrix samples)
+    "rebellions.ai/",  # Rebellions ATOM NPU operator (rebellions.ai/ATOM, llm-d examples)
+)
+# Words in a DRA device class or claim name that name the vendor (gpu.nvidia.com,
+# gaudi.intel.com, gpu.amd.com, neuron.aws.com, ...); checked in this order.
+DRA_VENDOR_WORDS = (
+    ("other", ("gaudi", "habana", "intel", "xpu", "neuron", "tpu", "ascend", "rbln", "rebellions")),
+    ("rocm", ("amd", "rocm")),
+    ("cuda", ("nvidia", "cuda")),
 )
 _MIG_RE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb$")
 ARG_DEVICES = {
@@ -86,7 +95,12 @@ def detect_device(
     resources: dict[str, Any],
     pod_spec: dict[str, Any],
     container: dict[str, Any],
+    dra_classes: tuple[str, ...] = (),
+    hint: tuple[str, str] | None = None,
 ) -> DeviceFacts:
+    """`dra_classes`: DRA device classes the platform adds to the pod (KServe's managed DRA
+    annotation), beside the claims the pod spec names; `hint`: (device, why) from the platform,
+    used when the pod spec gives no evidence."""
     facts = DeviceFacts()
     diags = facts.diagnostics
     limits = _dict(resources.get("limits"))
@@ -112,7 +126,7 @@ def detect_device(
             if n:
                 accel, count = accel or "rocm", count + n
                 why.append(key_s)
-        elif any(key_s.startswith(p) for p in OTHER_ACCELERATORS):
+        elif any(key_s.lower().startswith(p) for p in OTHER_ACCELERATORS):
             n = _count(raw, key_s, diags)
             if n:
                 accel = accel or "other"
@@ -124,10 +138,27 @@ def detect_device(
     claims = _list(pod_spec.get("resourceClaims")) or _list(
         _dict(container.get("resources")).get("claims")
     )
-    if accel is None and claims:
-        accel = "cuda"
+    if accel is None and (claims or dra_classes):
+        words = " ".join(
+            [*dra_classes]
+            + [
+                str(_dict(c).get(k) or "")
+                for c in claims
+                for k in ("name", "resourceClaimTemplateName", "resourceClaimName")
+            ]
+        ).lower()
+        vendor = next((dev for dev, ws in DRA_VENDOR_WORDS if any(w in words for w in ws)), None)
+        if vendor is None and image_device(image) not in (None, "cpu"):
+            vendor = image_device(image)
+            how = f"the image's build ({image})"
+        elif vendor is None:
+            vendor = "cuda"
+            how = "assumed an NVIDIA GPU (no vendor in the claim or class names)"
+        else:
+            how = f"the vendor named in the claim or device class ({words.strip()[:80]})"
+        accel = vendor
         why.append("DRA resourceClaims")
-        diags.append(Diagnostic("info", "device from DRA resource claims: assumed an NVIDIA GPU"))
+        diags.append(Diagnostic("info", f"device from DRA resource claims: {vendor}, from {how}"))
 
     cpu_why: str | None = None
     explicit: str | None = None
@@ -176,6 +207,9 @@ def detect_device(
         facts.device = explicit
     elif accel:
         facts.device = accel
+    elif hint is not None:
+        facts.device = hint[0]
+        diags.append(Diagnostic("info", f"device {hint[0]}: {hint[1]}"))
     elif image_device(image):
         facts.device = image_device(image) or "unknown"
         diags.append(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 
-from .vllm_args import API_SERVER_MODULES, CLI_MODULES
+from .vllm_args import API_SERVER_MODULES, CLI_MODULES, is_kaito_entrypoint
 
 HF_SERVER_MODULE = "huggingfaceserver"
 SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
@@ -222,6 +222,9 @@ def executes_vllm(argv: list[str]) -> bool:
     if prog == HF_SERVER_MODULE:
         return True
     if _PYTHON_RE.match(prog):
+        script = next((t for t in head[1:] if not t.startswith("-")), "")
+        if is_kaito_entrypoint(script):
+            return True  # KAITO's vLLM server script (vllm_args.KAITO_ENTRYPOINT)
         mod = _python_module(head)
         if mod is None:
             return False

@@ -140,6 +140,32 @@ VENDOR_IMAGES: tuple[VendorImage, ...] = (
         "vllm-project/vllm@05cb1bc2ae71c406574afe51f4cd91f2a33e2891:docker/Dockerfile.xpu "
         "(vllm-openai stage; Intel's XPU builds assumed to use it)",
     ),
+    # llm-d's modelservice chart runs these with `modelCommand: imageDefault` ("no command will
+    # be added; the default command defined in the image will be used") and vLLM's flags as
+    # args: the image's ENTRYPOINT is vLLM's server (llm-d-incubation/llm-d-modelservice@
+    # 3051935eb5a49f6df21cd6aeb5e4f05b98799262: charts/llm-d-modelservice/values.yaml:339,
+    # templates/_helpers.tpl:596-624; examples/values-xpu.yaml, values-rebellions-atom.yaml)
+    VendorImage(
+        "llm-d/llm-d-xpu",
+        _API,
+        "other",
+        "assumed from llm-d-incubation/llm-d-modelservice@3051935eb5a49f6df21cd6aeb5e4f05b98799262:"
+        "examples/values-xpu.yaml (modelCommand imageDefault with vLLM flags; Intel XPU)",
+    ),
+    VendorImage(
+        "rebellions/vllm-rbln-rhel9",
+        _API,
+        "other",
+        "assumed from llm-d-incubation/llm-d-modelservice@3051935eb5a49f6df21cd6aeb5e4f05b98799262:"
+        "examples/values-rebellions-atom.yaml (modelCommand imageDefault; Rebellions ATOM NPU)",
+    ),
+    VendorImage(
+        "ascend/vllm-ascend",
+        None,
+        "other",
+        "vllm-project/vllm-ascend@182b75ea84ff13ece27b57391331ef8935410aea:Dockerfile:112 "
+        "(CMD /bin/bash, no ENTRYPOINT: a command must start vLLM; Ascend NPU)",
+    ),
     VendorImage(
         "lmcache/vllm-openai",
         ("vllm", "serve"),

@@ -269,6 +269,17 @@ KINDS: tuple[KindSpec, ...] = (
         source="kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70:"
         "api/v1beta1/workspace_types.go",
     ),
+    KindSpec(
+        "kaito.sh",
+        "v1alpha1",
+        "inferencesets",
+        "InferenceSet",
+        ("kaito.sh/v1alpha1",),
+        always_send=True,
+        served=False,
+        source="kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70:"
+        "api/v1alpha1/inferenceset_types.go (spec.template: a Workspace's inference and resource)",
+    ),
 )
 
 _BY_KIND: dict[tuple[str, str], KindSpec] = {(k.group, k.kind): k for k in KINDS}

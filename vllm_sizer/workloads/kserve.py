@@ -49,6 +49,31 @@ STOCK_RUNTIMES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    # A predictor with a workerSpec only takes runtimes that have one (multi-node; kserve/kserve
+    # @aaac4e2 pkg/apis/serving/v1beta1/predictor_model.go:115-123): the stock one is
+    # config/runtimes/kserve-huggingfaceserver-multinode.yaml (its head script, reduced to the
+    # lines that start processes: Ray's head, then the server with KServe's parallel sizes).
+    "huggingface-multinode": {
+        "name": "kserve-huggingfaceserver-multinode",
+        "container": {
+            "name": "kserve-container",
+            "image": "kserve/huggingfaceserver:latest-gpu",
+            "command": [
+                "bash",
+                "-c",
+                'export MODEL_DIR_ARG=""\n'
+                "ray start --head --disable-usage-stats --include-dashboard false\n"
+                "python -m huggingfaceserver ${MODEL_DIR_ARG} "
+                "--tensor-parallel-size=${TENSOR_PARALLEL_SIZE} "
+                "--pipeline-parallel-size=${PIPELINE_PARALLEL_SIZE} $0 $@",
+            ],
+            "args": ["--model_name={{.Name}}"],
+            "resources": {
+                "requests": {"cpu": "2", "memory": "6Gi"},
+                "limits": {"cpu": "4", "memory": "12Gi"},
+            },
+        },
+    },
     "vllm": {
         "name": "kserve-vllmserver",
         "container": {
@@ -191,9 +216,14 @@ def _format_name(model: dict[str, Any]) -> str:
 
 
 def resolve_runtime(
-    model: dict[str, Any], serving: dict[str, dict[str, Any]], cluster: dict[str, dict[str, Any]]
+    model: dict[str, Any],
+    serving: dict[str, dict[str, Any]],
+    cluster: dict[str, dict[str, Any]],
+    multinode: bool = False,
 ) -> tuple[str, dict[str, Any] | None, list[tuple[Severity, str]]]:
-    """(runtime name, runtime object or None for a stock runtime, notes)."""
+    """(runtime name, runtime object or None for a stock runtime, notes). A multi-node
+    predictor (workerSpec) auto-selects only runtimes with a workerSpec, and the others only
+    runtimes without one (predictor_model.go:115-123)."""
     notes: list[tuple[Severity, str]] = []
     fmt = _format_name(model)
     wanted = model.get("runtime")
@@ -216,7 +246,7 @@ def resolve_runtime(
     for rank, pool in enumerate((serving, cluster)):
         for name, rt in pool.items():
             spec = _dict(_dict(rt).get("spec"))
-            if spec.get("disabled") is True:
+            if spec.get("disabled") is True or bool(spec.get("workerSpec")) != multinode:
                 continue
             for f in _list(spec.get("supportedModelFormats")):
                 f = _dict(f)
@@ -227,7 +257,7 @@ def resolve_runtime(
     if candidates:
         candidates.sort(key=lambda c: (c[0], c[1], c[2]))
         return candidates[0][2], candidates[0][3], notes
-    stock = STOCK_RUNTIMES.get(fmt)
+    stock = STOCK_RUNTIMES.get(f"{fmt}-multinode" if multinode else fmt)
     return (
         (stock["name"] if stock else f"(stock runtime for {fmt or 'unknown format'})"),
         None,
@@ -308,12 +338,14 @@ def _model_view(
     cluster: dict[str, dict[str, Any]],
 ) -> ContainerView:
     fmt = _format_name(model)
-    name, runtime, notes = resolve_runtime(model, serving, cluster)
+    worker = predictor.get("workerSpec")
+    multinode = isinstance(worker, dict)
+    name, runtime, notes = resolve_runtime(model, serving, cluster, multinode)
     if runtime is not None:
         rc = copy.deepcopy(_runtime_container(runtime))
         rt_spec = _dict(runtime.get("spec"))
     else:
-        stock = STOCK_RUNTIMES.get(fmt)
+        stock = STOCK_RUNTIMES.get(f"{fmt}-multinode" if multinode else fmt)
         if stock is None:
             for v in STOCK_RUNTIMES.values():  # a named stock runtime with another format
                 if v["name"] == name:
@@ -345,6 +377,25 @@ def _model_view(
         substitute(a, meta) for a in [*_list(rc.get("args")), *_list(model.get("args"))]
     ]
     merged["env"] = merge_env(rc.get("env"), model.get("env"))
+    if multinode or _dict(rt_spec.get("workerSpec")):
+        # KServe puts the parallel sizes into the head container's env: the InferenceService's
+        # workerSpec over the runtime's, default 1 (predictor.go:564-578, 627-634)
+        sizes = []
+        for env_name, key in (
+            ("PIPELINE_PARALLEL_SIZE", "pipelineParallelSize"),
+            ("TENSOR_PARALLEL_SIZE", "tensorParallelSize"),
+        ):
+            value = _dict(worker).get(key, _dict(rt_spec.get("workerSpec")).get(key, 1))
+            sizes.append({"name": env_name, "value": str(value)})
+        merged["env"] = merge_env(merged["env"], sizes)
+        notes.append(
+            (
+                "info",
+                "multi-node predictor: KServe sets "
+                + ", ".join(f"{e['name']}={e['value']}" for e in sizes)
+                + "; the estimate is the head pod's (the worker pods run Ray workers)",
+            )
+        )
     merged["envFrom"] = _list(rc.get("envFrom")) + _list(model.get("envFrom"))
     merged["volumeMounts"] = _list(rc.get("volumeMounts")) + _list(model.get("volumeMounts"))
     resources, filled = fill_defaults(merge_resources(rc.get("resources"), model.get("resources")))
@@ -524,8 +575,16 @@ def _lora_flags(lora: dict[str, Any]) -> tuple[list[str], list[tuple[Severity, s
     return flags, notes
 
 
+# KServe's managed DRA: the controller adds a claim of this device class to the pods
+# (kserve/kserve@aaac4e2 pkg/constants/constants.go:144, pkg/validation/managed_dra.go:37-43,
+# pkg/controller/v1alpha2/llmisvc/managed_dra.go:86)
+MANAGED_DRA_CLASS = "serving.kserve.io/exp-dra-device-class"
+
+
 def read_llmisvc(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
+    dra = _dict(_dict(obj.get("metadata")).get("annotations")).get(MANAGED_DRA_CLASS)
+    dra_classes = (dra.strip(),) if isinstance(dra, str) and dra.strip() else ()
     model = _dict(spec.get("model"))
     uri = model.get("uri") if isinstance(model.get("uri"), str) else None
     lora_flags, notes = _lora_flags(_dict(model.get("lora")))
@@ -542,34 +601,43 @@ def read_llmisvc(obj: dict[str, Any]) -> list[ContainerView]:
         ):
             if isinstance(par.get(key), int) and not isinstance(par.get(key), bool):
                 flags += [flag, str(par[key])]
-        template = _dict(workload.get("template"))
-        containers = _list(template.get("containers"))
-        idx = next((k for k, c in enumerate(containers) if _dict(c).get("name") == "main"), None)
-        view_notes = list(notes)
-        if idx is None:
-            container: dict[str, Any] = {"name": "main"}
-            idx = len(containers)
-            view_notes.append(
-                (
-                    "info",
-                    "no `main` container in the object: it comes from KServe's "
-                    "LLMInferenceServiceConfig; sized from spec.model",
+        # the leader pods (template) and, multi-node, the worker pods (worker: a PodSpec), whose
+        # `main` container runs the same vLLM engine with its data-parallel ranks (KServe's
+        # config-llm-worker-data-parallel): each is sized as a vLLM server
+        pods = [("template", _dict(workload.get("template")))]
+        if isinstance(workload.get("worker"), dict):
+            pods.append(("worker", _dict(workload.get("worker"))))
+        for where, pod in pods:
+            containers = _list(pod.get("containers"))
+            idx = next(
+                (k for k, c in enumerate(containers) if _dict(c).get("name") == "main"), None
+            )
+            view_notes = list(notes)
+            if idx is None:
+                container: dict[str, Any] = {"name": "main"}
+                idx = len(containers)
+                view_notes.append(
+                    (
+                        "info",
+                        "no `main` container in the object: it comes from KServe's "
+                        "LLMInferenceServiceConfig; sized from spec.model",
+                    )
+                )
+            else:
+                container = _dict(containers[idx])
+            views.append(
+                ContainerView(
+                    name="main",
+                    container=container,
+                    pod_spec=pod,
+                    container_path=pointer(*base, where, "containers", idx),
+                    resources_path=pointer(*base, where, "containers", idx, "resources"),
+                    storage_uri=uri,
+                    model_uri=uri,
+                    extra_flags=flags,
+                    llmisvc=True,
+                    notes=view_notes,
+                    dra_classes=dra_classes,
                 )
             )
-        else:
-            container = _dict(containers[idx])
-        views.append(
-            ContainerView(
-                name="main",
-                container=container,
-                pod_spec=template,
-                container_path=pointer(*base, "template", "containers", idx),
-                resources_path=pointer(*base, "template", "containers", idx, "resources"),
-                storage_uri=uri,
-                model_uri=uri,
-                extra_flags=flags,
-                llmisvc=True,
-                notes=view_notes,
-            )
-        )
     return views

@@ -53,6 +53,7 @@ class Workload:
     # False: the object cannot carry the memory limit (KubeAI Model, a kind read by structure,
     # Ray Serve LLM engine arguments): estimated and reported, never patched or denied
     patchable: bool = True
+    pods_sized_at_creation: bool = True  # False: nothing sizes its pods (Ray Serve engines)
     labels_path: str | None = None  # the pods' label map (JSON pointer), when the reader knows it
     limit_path: str | None = None  # default: resources_path + /limits/memory
     request_path: str | None = None  # default: resources_path + /requests/memory
@@ -87,3 +88,6 @@ class ReadContext:
     serving_runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)  # name → object
     cluster_serving_runtimes: dict[str, dict[str, Any]] = field(default_factory=dict)
     model_resolver: Callable[[str], dict[str, Any] | None] | None = None
+    # ConfigMaps of the object's own namespace (name → data) the caller has: files a platform
+    # mounts from them (KAITO's inference config). `check` gives those of its input.
+    config_maps: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .expand import pointer
+from .limits import load_yaml
 from .view import ContainerView
 from .vllm_args import Severity
 
@@ -67,6 +67,10 @@ def is_pod_spec(node: Any) -> bool:
     )
 
 
+# KServe runtimes: the container an InferenceService's predictor gets, never a server by itself
+RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
+
+
 def find_pod_templates(obj: dict[str, Any]) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
     """(path segments of the pod spec, pod spec) for every pod spec in the object, in document
     order; a pod spec's own children are not searched (no pods inside pods)."""
@@ -78,6 +82,8 @@ def find_pod_templates(obj: dict[str, Any]) -> list[tuple[tuple[str | int, ...],
             return
         if isinstance(node, dict):
             budget[0] -= 1
+            if path and node.get("kind") in RUNTIME_KINDS and "apiVersion" in node:
+                return  # an embedded KServe runtime (an OpenShift Template's objects) serves nothing
             if path and is_pod_spec(node):
                 found.append((path, node))
                 return
@@ -143,16 +149,18 @@ def kuberay_container(
     ray-operator/controllers/ray/common/pod.go:878-913): the image's ENTRYPOINT never runs, and
     a container with no command only starts Ray."""
     annotations = _dict(_dict(template.get("metadata")).get("annotations"))
+    # KubeRay always appends KUBERAY_GEN_RAY_START_CMD, the `ray start` it generated, to the
+    # container's env, so a command may run `$KUBERAY_GEN_RAY_START_CMD` itself (pod.go:1277-1280)
+    start = "ray start" + (" --head" if head else "")
+    out = dict(c)
+    out["env"] = [*_list(c.get("env")), {"name": "KUBERAY_GEN_RAY_START_CMD", "value": start}]
     if str(annotations.get(KUBERAY_OVERWRITE, "")).lower() == "true":
-        return c
+        return out
     words = [str(w) for key in ("command", "args") for w in _list(c.get(key))]
     cmd = " ".join(words)
-    if "ray start" in cmd:
-        return c
-    generated = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start" + (
-        " --head" if head else ""
-    )
-    out = dict(c)
+    if "ray start" in cmd or "KUBERAY_GEN_RAY_START_CMD" in cmd:
+        return out
+    generated = "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; " + start
     out["command"] = ["/bin/bash", "-lc", "--"]
     out["args"] = [f"{cmd} && {generated}" if cmd else generated]
     return out
@@ -549,12 +557,97 @@ def _gpu_group(
     return candidates[0] if candidates else None
 
 
+# Custom Ray Serve vLLM apps (not ray.serve.llm) build vLLM's engine arguments from their
+# runtime_env env_vars; the published samples use these names (GoogleCloudPlatform/
+# kubernetes-engine-samples@2b50365 ai-ml/gke-ray/rayserve/llm/serve.py:126-127 MODEL_ID,
+# TENSOR_PARALLELISM; awslabs/ai-on-eks@41a979e blueprints/inference/vllm-rayserve-gpu/
+# vllm_serve.py:33-38 MODEL_ID, GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, MAX_NUM_SEQ(S),
+# MAX_NUM_BATCHED_TOKENS). The app's code is not visible: read by name, and said so.
+RAY_APP_ENV_FLAGS = {
+    "MODEL_ID": "--model",
+    "MODEL_NAME": "--model",
+    "TENSOR_PARALLELISM": "--tensor-parallel-size",
+    "TENSOR_PARALLEL_SIZE": "--tensor-parallel-size",
+    "PIPELINE_PARALLEL_SIZE": "--pipeline-parallel-size",
+    "MAX_MODEL_LEN": "--max-model-len",
+    "MAX_NUM_SEQS": "--max-num-seqs",
+    "MAX_NUM_SEQ": "--max-num-seqs",
+    "MAX_NUM_BATCHED_TOKENS": "--max-num-batched-tokens",
+    "GPU_MEMORY_UTILIZATION": "--gpu-memory-utilization",
+    "DTYPE": "--dtype",
+    "QUANTIZATION": "--quantization",
+    "KV_CACHE_DTYPE": "--kv-cache-dtype",
+}
+
+
+def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
+    """A Ray Serve application that runs vLLM: ray.serve.llm, or an app whose import path,
+    deployments, pip requirements or worker image name vLLM."""
+    deployments = " ".join(str(_dict(d).get("name") or "") for d in _list(app.get("deployments")))
+    pip = _dict(app.get("runtime_env")).get("pip")
+    pip_words = " ".join(str(p) for p in (_list(pip) or _list(_dict(pip).get("packages"))))
+    text = " ".join([str(app.get("import_path") or ""), deployments, pip_words, worker_image])
+    return "vllm" in text.lower() or "ray-llm" in worker_image.lower()
+
+
+def _serve_engines(
+    app: dict[str, Any], worker_image: str
+) -> list[tuple[str, str | None, list[str], str]]:
+    """(engine name, model, vLLM flags, how they were read) for each vLLM engine an
+    application starts."""
+    out: list[tuple[str, str | None, list[str], str]] = []
+    for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
+        llm = _dict(llm)
+        loading = _dict(llm.get("model_loading_config"))
+        source = loading.get("model_source") or loading.get("model_id")
+        kwargs = dict(_dict(llm.get("engine_kwargs")))
+        if kwargs.get("device") == "auto":
+            kwargs.pop("device")
+        name = str(loading.get("model_id") or k)
+        out.append(
+            (
+                name,
+                source if isinstance(source, str) else None,
+                _kwargs_flags(kwargs),
+                "Ray Serve LLM engine_kwargs",
+            )
+        )
+    if out or str(app.get("import_path") or "").startswith("ray.serve.llm"):
+        return out
+    env_vars = _dict(_dict(app.get("runtime_env")).get("env_vars"))
+    if not _is_vllm_app(app, worker_image):
+        return []
+    model: str | None = None
+    flags: list[str] = []
+    used: list[str] = []
+    for key, value in env_vars.items():
+        flag = RAY_APP_ENV_FLAGS.get(str(key).upper())
+        if flag is None or value is None or isinstance(value, (dict, list)):
+            continue
+        used.append(str(key))
+        if flag == "--model":
+            model = model or str(value)
+        elif flag not in flags:
+            flags += [flag, str(value)]
+    if model is None:
+        return []
+    how = (
+        f"the app's runtime_env env_vars read by name ({', '.join(used)}): its code "
+        "(import_path " + str(app.get("import_path") or "?") + ") is not visible, so what it "
+        "does not take from them is read as vLLM's default"
+    )
+    return [(str(app.get("name") or "app"), model, flags, how)]
+
+
 def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
+    """The vLLM engines a RayService's serveConfigV2 starts (Ray Serve LLM's llm_configs, or a
+    custom vLLM app configured by env_vars), each on the worker group that holds the GPUs.
+    Reported, never patched: the engine shares its pod with Ray."""
     raw = _dict(obj.get("spec")).get("serveConfigV2")
-    if not isinstance(raw, str) or "llm_configs" not in raw:
+    if not isinstance(raw, str) or not raw.strip():
         return []
     try:
-        config = yaml.safe_load(raw)
+        config = load_yaml(raw)  # bounded: aliases, size, depth (limits.py)
     except Exception as exc:  # noqa: BLE001 - yaml raises many types
         return [
             ContainerView(
@@ -576,76 +669,122 @@ def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
         ]
     cluster, base = _ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
+    c, ptr, pod = target if target else ({}, "", {})
+    worker = str(c.get("name") or "")
+    engines = [
+        engine
+        for app in _list(_dict(config).get("applications"))
+        for engine in _serve_engines(_dict(app), str(c.get("image") or ""))
+    ]
     views: list[ContainerView] = []
-    for app in _list(_dict(config).get("applications")):
-        app = _dict(app)
-        for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
-            llm = _dict(llm)
-            loading = _dict(llm.get("model_loading_config"))
-            model = loading.get("model_source") or loading.get("model_id")
-            model = model if isinstance(model, str) else None
-            kwargs = dict(_dict(llm.get("engine_kwargs")))
-            if kwargs.get("device") == "auto":
-                kwargs.pop("device")
-            argv = ["vllm", "serve", *([model] if model else []), *_kwargs_flags(kwargs)]
-            c, ptr, pod = target if target else ({}, "", {})
-            merged = {**c, "command": argv, "args": []}
-            name = f"{app.get('name') or 'app'}/{loading.get('model_id') or k}"
-            views.append(
-                ContainerView(
-                    name=name,
-                    container=merged,
-                    pod_spec=pod,
-                    container_path=ptr or pointer("spec", "serveConfigV2"),
-                    resources_path=(ptr + "/resources") if ptr else "",
-                    patchable=False,
-                    notes=[
-                        (
-                            "warning",
-                            "Ray Serve LLM runs this vLLM engine inside a Ray worker "
-                            f"({c.get('name') or 'no worker group found'}): the estimate is the "
-                            "engine's alone; the raylet and the Ray object store (30% of the pod's "
-                            "memory by default) come on top, so vllm-sizer does not change the "
-                            "worker's limit",
-                        )
-                    ],
-                )
+    for name, model, flags, how in engines:
+        argv = ["vllm", "serve", *([model] if model else []), *flags]
+        notes: list[tuple[Severity, str]] = [
+            (
+                "warning",
+                "Ray Serve runs this vLLM engine inside a Ray worker "
+                f"({worker or 'no worker group found'}): the estimate is the engine's "
+                "alone; the raylet and the Ray object store (30% of the pod's memory by "
+                "default) come on top, so vllm-sizer does not change the worker's limit",
+            ),
+            ("info", f"engine arguments from {how}"),
+        ]
+        views.append(
+            ContainerView(
+                # named after the worker container that runs it (one engine), else per engine
+                name=worker if worker and len(engines) == 1 else f"{worker or 'ray'}/{name}",
+                container={**c, "command": argv, "args": []},
+                pod_spec=pod,
+                container_path=ptr or pointer("spec", "serveConfigV2"),
+                resources_path=(ptr + "/resources") if ptr else "",
+                patchable=False,
+                pods_sized_at_creation=False,
+                notes=notes,
             )
+        )
     return views
 
 
 # ------------------------------------------------------------------ KAITO Workspace
-def read_kaito_workspace(obj: dict[str, Any]) -> list[ContainerView]:
-    inference = _dict(obj.get("inference"))
+_KAITO = json.loads((Path(__file__).parent / "data" / "kaito_presets.json").read_text())
+KAITO_PRESETS: dict[str, str] = _KAITO["presets"]  # preset name → Hugging Face id
+KAITO_SOURCE = "{repo}@{commit}:{path}".format(**_KAITO["source"])
+# KAITO's --gpu-memory-utilization: 0.84, 0.82 on A10 instance types
+# (kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70: pkg/model/interface.go:380-392)
+KAITO_GPU_UTIL, KAITO_GPU_UTIL_A10 = "0.84", "0.82"
+
+
+def _kaito_config_flags(
+    name: Any, config_maps: dict[str, dict[str, str]]
+) -> tuple[list[str], list[tuple[Severity, str]]]:
+    """KAITO appends each key of the config file's `vllm:` section as `--key value`
+    (presets/workspace/inference/vllm/inference_api.py:128-146); the file is the key
+    inference_config.yaml of the ConfigMap `inference.config` (pkg/model/interface.go:55,483)."""
+    if not isinstance(name, str) or not name:
+        return [], []
+    data = config_maps.get(name)
+    if data is None:
+        return [], [
+            (
+                "warning",
+                f"the vLLM parameters in ConfigMap {name} are not visible here: KAITO's "
+                "defaults are assumed for what they would set",
+            )
+        ]
+    raw = data.get("inference_config.yaml")
+    try:
+        loaded = load_yaml(raw) if raw else {}  # bounded (limits.py)
+    except Exception as exc:  # noqa: BLE001 - yaml raises many types
+        return [], [("error", f"ConfigMap {name}: inference_config.yaml is not YAML ({exc})")]
+    vllm = _dict(_dict(loaded).get("vllm"))
+    flags: list[str] = []
+    for key, value in vllm.items():
+        flags += [f"--{key}", str(value)]
+    return flags, [("info", f"vLLM parameters from ConfigMap {name} (inference_config.yaml)")]
+
+
+def _kaito_views(
+    obj: dict[str, Any],
+    inference: dict[str, Any],
+    resource: dict[str, Any],
+    base: tuple[str, ...],
+    config_maps: dict[str, Any],
+) -> list[ContainerView]:
     views: list[ContainerView] = []
     preset = _dict(inference.get("preset"))
     runtime = str(
         _dict(_dict(obj.get("metadata")).get("annotations")).get("kaito.sh/runtime") or "vllm"
     )
-    if preset.get("name"):
-        if runtime.lower() == "transformers":
-            what = "the Hugging Face Transformers runtime (not vLLM)"
-        else:
-            what = "KAITO's vLLM runtime"
-        config = inference.get("config")
-        extra = (
-            f"; the vLLM parameters in ConfigMap {config} are read by KAITO, not here"
-            if config
-            else ""
-        )
+    name = preset.get("name")
+    if isinstance(name, str) and name and runtime.lower() != "transformers":
+        model = KAITO_PRESETS.get(name.lower()) or (name if "/" in name else None)
+        instance = str(resource.get("instanceType") or "")
+        util = KAITO_GPU_UTIL_A10 if "_a10_" in instance.lower() + "_" else KAITO_GPU_UTIL
+        flags, notes = _kaito_config_flags(inference.get("config"), config_maps)
+        argv = ["python3", "/workspace/vllm/inference_api.py"]
+        argv += (["--model", model] if model else []) + ["--gpu-memory-utilization", util]
+        notes = [
+            (
+                "info",
+                f"KAITO preset {name}"
+                + (f" serves {model} ({KAITO_SOURCE})" if model else " is not in KAITO's list")
+                + "; KAITO builds the pod and sizes it from the preset and the instance type "
+                "itself; the pods it creates are sized at creation by the pod-level webhook",
+            ),
+            *notes,
+        ]
         views.append(
             ContainerView(
                 name="inference",
-                container={"name": "inference"},
+                container={"name": "inference", "command": argv + flags},
                 pod_spec={},
-                container_path=pointer("inference"),
+                container_path=pointer(*base, "preset"),
                 resources_path="",
                 patchable=False,
-                bare=True,
-                skip_reason=(
-                    f"KAITO Workspace preset {preset['name']}: KAITO builds the pod with "
-                    f"{what} and sizes it from the preset and the instance type itself"
-                    f"{extra}; its pods are sized at creation by the pod-level webhook"
+                notes=notes,
+                device_hint=(
+                    "cuda",
+                    f"KAITO provisions NVIDIA GPU instance types ({instance or 'instanceType'})",
                 ),
             )
         )
@@ -653,9 +792,29 @@ def read_kaito_workspace(obj: dict[str, Any]) -> list[ContainerView]:
     if template:
         views += pod_views(
             _dict(template.get("spec")),
-            ("inference", "template", "spec"),
+            (*base, "template", "spec"),
             patchable=False,
             note="KAITO runs inference.template as given; the Workspace is not "
             "changed: its pods are sized at creation by the pod-level webhook",
         )
     return views
+
+
+def read_kaito_workspace(
+    obj: dict[str, Any], config_maps: dict[str, Any] | None = None
+) -> list[ContainerView]:
+    """A KAITO Workspace (inference at the top level) or InferenceSet (spec.template): the
+    preset's model and KAITO's vLLM command line, or the pod template it runs as given."""
+    cms = config_maps or {}
+    if obj.get("kind") == "InferenceSet":
+        template = _dict(_dict(obj.get("spec")).get("template"))
+        return _kaito_views(
+            obj,
+            _dict(template.get("inference")),
+            _dict(template.get("resource")),
+            ("spec", "template", "inference"),
+            cms,
+        )
+    return _kaito_views(
+        obj, _dict(obj.get("inference")), _dict(obj.get("resource")), ("inference",), cms
+    )

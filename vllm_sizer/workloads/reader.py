@@ -48,12 +48,12 @@ from .api_names import (
     SIZED_LABEL,
 )
 from .device import detect_device
-from .execution import executes_vllm
+from .execution import executed, executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import ModelConfigSource, ReadContext, Workload
 from .quantity import parse_quantity
-from .shell import find_shell, run_script
+from .shell import SHELLS, find_shell, run_script
 from .view import ContainerView
 from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
 
@@ -335,8 +335,8 @@ def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
     if not spec_entry.served:
         if kind == "Model":
             return platforms.read_kubeai_model(obj)
-        if kind == "Workspace":
-            return platforms.read_kaito_workspace(obj)
+        if kind in ("Workspace", "InferenceSet"):
+            return platforms.read_kaito_workspace(obj, ctx.config_maps)
         return []
     if group in ("apps", "extensions") or kind in ("ReplicationController", "Job"):
         return _pod_views(
@@ -412,12 +412,38 @@ def _prefix_env(argv: list[str], flags_start: int) -> dict[str, str]:
     return out
 
 
+def _script_file(argv: list[str], files: dict[str, str]) -> tuple[str, list[str]] | None:
+    """(script text, $0 and its arguments) when argv runs a script file whose text is known:
+    `bash FILE ARGS`, `FILE ARGS`, `source FILE` with FILE mounted from a ConfigMap or written
+    by the script before."""
+    head = executed(argv)
+    if not head or not files:
+        return None
+    prog = os.path.basename(head[0])
+    if prog in SHELLS or prog in ("source", "."):
+        args = [a for a in head[1:]]
+        if not args or args[0].startswith("-"):
+            return None
+        path, rest = args[0], args[1:]
+    else:
+        path, rest = head[0], head[1:]
+    text = files.get(path)
+    return (text, [path, *rest]) if text is not None else None
+
+
 def _locate_all(
-    argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
+    argv: list[str],
+    env: dict[str, str],
+    unknown: set[str],
+    maybe_env: bool,
+    depth: int = 0,
+    files: dict[str, str] | None = None,
 ) -> list[_Located]:
     """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
-    command of a `sh -c` script (both branches of an if/else, each case arm, ...), in script
-    order; identical invocations once."""
+    command of a `sh -c` script (both branches of an if/else, each case arm, ...), or of a
+    script file whose text is known (`files`: mounted from a ConfigMap, written or copied by
+    the script), in script order; identical invocations once."""
+    files = dict(files or {})
     inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
@@ -430,6 +456,8 @@ def _locate_all(
     if hf is not None:
         return [_Located("hf", hf, False, {**env, **_prefix_env(argv, len(argv) - len(hf))}, [])]
     sh = find_shell(argv)
+    if sh is None:
+        sh = _script_file(argv, files)
     if sh is None or depth >= 4:
         return []
     script, rest = sh
@@ -438,7 +466,11 @@ def _locate_all(
     for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
         if cmd.words[0] in NOT_RUNNING:
             continue  # `echo "vllm serve ..."` prints, it does not run
-        for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1):
+        known = {**files, **cmd.files}
+        if cmd.words[0] == "cp" and len(cmd.words) == 3 and cmd.words[1] in known:
+            files[cmd.words[2]] = known[cmd.words[1]]  # `cp /mounted/run.sh $HOME/run.sh`
+            continue
+        for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1, known):
             key = (sub.kind, tuple(sub.flags), sub.positional, tuple(sorted(sub.env.items())))
             if key in seen:
                 continue
@@ -451,12 +483,137 @@ def _locate_all(
     return found
 
 
+# Programs that visibly start no model server: a vLLM-image container whose every command is
+# one of these (a Ray worker joining its head, a pod that only sleeps, a download step) is not
+# a vLLM server, so it gets no Workload. Anything else it runs (a script file, python, an
+# unknown binary) may start vLLM out of sight, and keeps the "cannot size" warning.
+NO_SERVER_PROGRAMS = {
+    "sleep",
+    "tail",
+    "wait",
+    "exit",
+    "ulimit",
+    "set",
+    "trap",
+    "cd",
+    "export",
+    "unset",
+    "mkdir",
+    "cp",
+    "mv",
+    "rm",
+    "ln",
+    "chmod",
+    "chown",
+    "touch",
+    "env",
+    "id",
+    "whoami",
+    "hostname",
+    "date",
+    "nvidia-smi",
+    "rocm-smi",
+    "free",
+    "df",
+    "sync",
+    "huggingface-cli",
+    "hf",
+    "curl",
+    "wget",
+    "git",
+    "tar",
+    "unzip",
+    "aws",
+    "gsutil",
+} | NOT_RUNNING
+# vLLM's multi-node example script: `multi-node-serving.sh worker` only runs `ray start
+# --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh).
+MULTI_NODE_SCRIPT = "multi-node-serving.sh"
+
+
+def _starts_no_server(
+    argv: list[str],
+    env: dict[str, str],
+    unknown: set[str],
+    maybe_env: bool,
+    depth: int = 0,
+    files: dict[str, str] | None = None,
+) -> bool:
+    """Whether every program argv runs (through wrappers and `sh -c` scripts) is visibly not a
+    model server: Ray without --head starting a server, sleep, downloads, the multi-node
+    worker script. False when anything runs that vllm-sizer cannot see into."""
+    head = executed(argv)
+    if not head:
+        return not argv  # nothing runs at all (an empty script); a bare wrapper is unknown
+    prog = os.path.basename(head[0])
+    if prog == "ray":
+        return len(head) > 1 and head[1] in ("start", "status", "stop")
+    if prog == MULTI_NODE_SCRIPT or (
+        prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
+    ):
+        rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
+        return bool(rest) and rest[0] == "worker"
+    sh = find_shell(head) or _script_file(head, files or {})
+    if sh is not None:
+        if depth >= 4:
+            return False
+        script, rest = sh
+        cmds = run_script(script, env, unknown, maybe_env, positional=rest or ["sh"])
+        return all(
+            _starts_no_server(
+                cmd.words, cmd.env, unknown, maybe_env, depth + 1, {**(files or {}), **cmd.files}
+            )
+            for cmd in cmds
+        )
+    return prog in NO_SERVER_PROGRAMS
+
+
 def _locate(
     argv: list[str], env: dict[str, str], unknown: set[str], maybe_env: bool, depth: int = 0
 ) -> _Located | None:
     """The first invocation (count: how many there are)."""
     found = _locate_all(argv, env, unknown, maybe_env, depth)
     return found[0] if found else None
+
+
+def _mounted_files(view: ContainerView, config_maps: dict[str, dict[str, str]]) -> dict[str, str]:
+    """path → text of the files the container mounts from ConfigMaps the caller has (the same
+    namespace's; `check` gives those of its input): whole-map mounts, `items`, `subPath`."""
+    if not config_maps:
+        return {}
+    volumes = {
+        _dict(v).get("name"): _dict(v) for v in _list(view.pod_spec.get("volumes")) if _dict(v)
+    }
+    out: dict[str, str] = {}
+    for m in _list(view.container.get("volumeMounts")):
+        m = _dict(m)
+        vol = volumes.get(m.get("name"))
+        path = m.get("mountPath")
+        if vol is None or not isinstance(path, str):
+            continue
+        sources = [_dict(vol.get("configMap"))] + [
+            _dict(_dict(src).get("configMap"))
+            for src in _list(_dict(vol.get("projected")).get("sources"))
+        ]
+        for src in sources:
+            data = config_maps.get(str(src.get("name")))
+            if not data:
+                continue
+            items = {
+                str(_dict(i).get("key")): str(_dict(i).get("path"))
+                for i in _list(src.get("items"))
+                if _dict(i).get("key") and _dict(i).get("path")
+            } or {k: k for k in data}
+            sub = m.get("subPath")
+            for key, rel in items.items():
+                if key not in data:
+                    continue
+                if isinstance(sub, str) and sub:
+                    if rel == sub:
+                        out[path] = data[key]
+                else:
+                    out[path.rstrip("/") + "/" + rel] = data[key]
+    return out
 
 
 def _read_env(container: dict[str, Any]) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
@@ -604,6 +761,7 @@ def _bare(
 def _view_fields(view: ContainerView) -> dict[str, Any]:
     return dict(
         patchable=view.patchable,
+        pods_sized_at_creation=view.pods_sized_at_creation,
         labels_path=view.labels_path,
         limit_path=view.limit_path,
         request_path=view.request_path,
@@ -742,7 +900,17 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         else:
             argv = args
 
-    candidates = _locate_all(argv, env, unknown, maybe_env)
+    mounted = _mounted_files(view, info.context.config_maps)
+    candidates = _locate_all(argv, env, unknown, maybe_env, files=mounted)
+    # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM
+    candidates = [
+        cand
+        for cand in candidates
+        if cand.kind != "hf"
+        or (parse_hf_args(cand.flags)[1].backend or "auto").lower() != "huggingface"
+    ]
+    if not candidates and _locate_all(argv, env, unknown, maybe_env, files=mounted):
+        return None
     located = candidates[0] if candidates else None
     if any(
         len(c.flags) > limits.MAX_ARGS or any(len(f) > limits.MAX_ARG_CHARS for f in c.flags)
@@ -791,14 +959,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             or images.vendor_image(image) is not None
             or view.runtime is not None
         )
-        if vllm_like and re.search(r"\bray\b.*\bstart\b", words) and "--head" not in words:
-            return _bare(
-                info,
-                view,
-                diags,
-                skip_reason="Ray worker without a vLLM command: "
-                "sized with the leader that runs vLLM",
-            )
+        if vllm_like and argv and _starts_no_server(argv, env, unknown, maybe_env, files=mounted):
+            return None  # a Ray worker, a multi-node worker, a pod that only sleeps
         if vllm_like:
             diags.append(
                 Diagnostic(
@@ -860,8 +1022,9 @@ def _read_invocation(
             )
     version = images.image_version(image)
     loader = info.config_loader()
-    if located.files:
-        loader = _script_files_loader(located.files, loader, diags)
+    files = {**_mounted_files(view, info.context.config_maps), **located.files}
+    if files:
+        loader = _script_files_loader(files, loader, diags)
     hf_args = None
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
@@ -945,6 +1108,8 @@ def _read_invocation(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
+        dra_classes=view.dra_classes,
+        hint=view.device_hint,
     )
     diags += dev.diagnostics
 
@@ -991,6 +1156,17 @@ def _read_invocation(
                 "warning", f"model {MODEL_DIR} with no storageUri: the model behind it is unknown"
             )
         )
+    if model.startswith("/"):
+        downloaded = _downloaded_id(view, model)
+        if downloaded is not None:
+            diags.append(
+                Diagnostic(
+                    "info",
+                    f"model path {model} read as {downloaded[0]}: {downloaded[1]} downloads it "
+                    "into that directory",
+                )
+            )
+            model = downloaded[0]
     lookup_keys.append(model)
     parsed.model = model
 
@@ -1096,6 +1272,37 @@ def _read_invocation(
         env_from=_env_from_sources(c),
         **_view_fields(view),
     )
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
+    """(org/name, which container) when a container of the pod (an init container, or this
+    container's own script) names a model repo or a storage URI ending in org/name whose name
+    is the model path's last part: `huggingface-cli download org/name --local-dir /models/name`,
+    `aibrix_download --model-uri tos://bucket/org/name/ --local-dir /models/`. One distinct id
+    only (two orgs of the same name: nothing is assumed)."""
+    leaf = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    if not leaf:
+        return None
+    found: dict[str, tuple[str, str]] = {}
+    containers = [_dict(c) for c in _list(view.pod_spec.get("initContainers"))]
+    containers.append(view.container)
+    for c in containers:
+        words = _words(c.get("command")) + _words(c.get("args"))
+        words += [str(_dict(e).get("value")) for e in _list(c.get("env")) if _dict(e).get("value")]
+        for word in " ".join(words).split():
+            word = word.strip("'\"").rstrip("/")
+            if "://" in word:
+                parts = [p for p in word.split("://", 1)[1].split("/") if p]
+                cand = "/".join(parts[-2:]) if len(parts) >= 3 or word.startswith("hf") else ""
+            else:
+                cand = word if _REPO_ID.match(word) and not word.startswith(".") else ""
+            if cand.count("/") == 1 and cand.rsplit("/", 1)[-1].lower() == leaf:
+                who = "init container" if c is not view.container else "the container's command"
+                found.setdefault(cand.lower(), (cand, f"{who} {c.get('name') or '?'}"))
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 def _served_names(flags: list[str]) -> list[str]:

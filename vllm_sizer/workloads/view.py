@@ -28,9 +28,15 @@ class ContainerView:
     # False: the object cannot carry this container's memory limit (the platform builds the
     # pod, or the kind is read by structure only): estimated and reported, never patched
     patchable: bool = True
+    # False: no pod-level review sizes its pods either (a Ray worker's pod runs `ray start`,
+    # the engine arrives later through Ray): the estimate is advice only
+    pods_sized_at_creation: bool = True
     labels_path: str | None = None  # JSON pointer of the pods' label map in the object
     limit_path: str | None = None  # memory limit / request pointers when not under resources
     request_path: str | None = None
     env_path: str | None = None  # the container's env list, when not container_path + /env
+    dra_classes: tuple[str, ...] = ()
+    # (device, why) when the platform, not the pod spec, says where it runs (KAITO presets)
+    device_hint: tuple[str, str] | None = None  # DRA device classes the platform adds to the pod
     bare: bool = False  # no container to read: a Workload that only carries notes/skip_reason
     patch_blocked: str | None = None  # the effective memory limit is not known (Workload)

@@ -722,9 +722,44 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
             out.values[target] = value
 
 
+# KAITO's vLLM runtime: `python3 /workspace/vllm/inference_api.py` parses vLLM's api_server
+# flags after its own `--kaito-*` ones (kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70:
+# presets/workspace/inference/vllm/inference_api.py:64-154; the command pkg/model/interface.go:394-483)
+KAITO_ENTRYPOINT = "/workspace/vllm/inference_api.py"
+KAITO_VALUE_FLAGS = {
+    "--kaito-adapters-dir",
+    "--kaito-config-file",
+    "--kaito-max-probe-steps",
+    "--kaito-kv-cache-cpu-memory-utilization",
+}
+
+
+def is_kaito_entrypoint(tok: str) -> bool:
+    return str(tok).endswith(KAITO_ENTRYPOINT)
+
+
+def without_kaito_flags(flags: list[str]) -> list[str]:
+    """vLLM's flags of a KAITO command line: KAITO's own `--kaito-*` flags (and their values)
+    are consumed by its parser before vLLM's."""
+    out: list[str] = []
+    skip = False
+    for tok in flags:
+        if skip:
+            skip = False
+            continue
+        key, eq, _ = str(tok).partition("=")
+        if key.startswith("--kaito-"):
+            skip = key in KAITO_VALUE_FLAGS and not eq
+            continue
+        out.append(tok)
+    return out
+
+
 def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
     """Locate a vLLM invocation in an argv: returns (flags after it, model is positional)."""
     for idx, tok in enumerate(argv):
+        if is_kaito_entrypoint(tok):
+            return without_kaito_flags([str(a) for a in argv[idx + 1 :]]), False
         base = str(tok).rsplit("/", 1)[-1]
         if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == "serve":
             return [str(a) for a in argv[idx + 2 :]], True

@@ -1,0 +1,240 @@
+"""Containers on vLLM images that visibly start no vLLM server get no Workload (no warning on
+every apply, never patched); a container whose command vllm-sizer cannot see into keeps the
+"cannot size" warning. Ray Serve engines are named after the worker container that runs them."""
+
+import yaml
+
+from vllm_sizer.policy.review import review_object
+from vllm_sizer.workloads import read_workloads
+
+
+def pod(command: list[str], args: list[str] | None = None, image: str = "vllm/vllm-openai:v0.11.0"):
+    c = {"name": "c", "image": image, "command": command}
+    if args is not None:
+        c["args"] = args
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [c]}}
+
+
+def test_a_vllm_image_that_only_sleeps_is_not_a_server():
+    assert read_workloads(pod(["sh", "-c"], ["sleep 6000"])) == []
+    assert read_workloads(pod(["sleep", "infinity"])) == []
+
+
+def test_a_script_file_may_start_vllm_out_of_sight_and_keeps_the_warning():
+    (w,) = read_workloads(pod(["bash", "/opt/start.sh"]))
+    assert w.settings is None
+    assert any("no vLLM command found" in d.message for d in w.diagnostics)
+    (w,) = read_workloads(pod(["sh", "-c", "sleep 5; python3 /app/serve.py"]))
+    assert w.settings is None
+
+
+def test_a_download_then_a_server_is_still_read():
+    (w,) = read_workloads(pod(["sh", "-c",
+                               "huggingface-cli download Qwen/Qwen3-8B && vllm serve Qwen/Qwen3-8B"]))
+    assert w.model == "Qwen/Qwen3-8B"
+
+
+def test_multi_node_worker_script_is_a_ray_worker_and_the_leader_is_read():
+    lws = yaml.safe_load("""
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: vllm}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+        - name: vllm-leader
+          image: vllm/vllm-openai:v0.11.0
+          command: ["sh", "-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader --ray_cluster_size=$(LWS_GROUP_SIZE); python3 -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-8B -tp 8 -pp 2"]
+    workerTemplate:
+      spec:
+        containers:
+        - name: vllm-worker
+          image: vllm/vllm-openai:v0.11.0
+          command: ["sh", "-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address=$(LWS_LEADER_ADDRESS)"]
+""")
+    (leader,) = read_workloads(lws)
+    assert leader.container == "vllm-leader" and leader.settings.pipeline_parallel_size == 2
+    # the same script's leader mode with nothing after it could serve: not dropped silently
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["command"] = [
+        "sh", "-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader"]
+    assert [w.container for w in read_workloads(lws)] == ["vllm-leader", "vllm-worker"]
+
+
+def ray_cluster(worker: dict) -> dict:
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
+            "spec": {"headGroupSpec": {"template": {"spec": {"containers": [
+                {"name": "head", "image": "rayproject/ray:2.9.0"}]}}},
+                     "workerGroupSpecs": [{"groupName": "g", "template": {"spec": {
+                         "containers": [worker]}}}]}}
+
+
+def test_kuberay_generated_start_command_variable_is_a_ray_worker():
+    """KubeRay appends KUBERAY_GEN_RAY_START_CMD (the ray start it generated) to the env;
+    a worker that runs it is a Ray worker, not a vLLM server."""
+    obj = ray_cluster({"name": "ray-worker", "image": "vllm/vllm-openai:v0.11.0",
+                       "command": ["/bin/bash", "-lc", "--"],
+                       "args": ["ulimit -n 65536; echo head; $KUBERAY_GEN_RAY_START_CMD;"]})
+    assert read_workloads(obj) == []
+    assert review_object(obj).patch == []
+
+
+RAY_APP = """
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: llama}
+spec:
+  serveConfigV2: |
+    applications:
+    - name: llm
+      import_path: serve_chat_completion:model
+      deployments:
+      - name: VLLMDeployment
+      runtime_env:
+        pip: ["vllm==0.6.3"]
+        env_vars:
+          MODEL_ID: "meta-llama/Llama-3.1-8B-Instruct"
+          TENSOR_PARALLELISM: "2"
+          MAX_MODEL_LEN: "8192"
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+          - {name: ray-head, image: "rayproject/ray-ml:2.9.0", resources: {limits: {memory: 8Gi}}}
+    workerGroupSpecs:
+    - groupName: gpu
+      template:
+        spec:
+          containers:
+          - name: llm
+            image: rayproject/ray-ml:2.9.0
+            resources: {limits: {memory: 40Gi, nvidia.com/gpu: "2"}}
+"""
+
+
+def test_custom_ray_serve_vllm_app_is_read_from_its_env_vars_and_said_so():
+    obj = yaml.safe_load(RAY_APP)
+    (w,) = read_workloads(obj)
+    assert w.container == "llm" and w.model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert w.settings.tensor_parallel_size == 2 and w.settings.max_model_len == 8192
+    assert w.patchable is False and w.pods_sized_at_creation is False
+    assert any("env_vars read by name" in d.message for d in w.diagnostics)
+    r = review_object(obj)
+    assert r.patch == []
+    assert any("nothing sizes its pods" in x for x in r.warnings)
+
+
+def test_a_ray_app_with_no_sign_of_vllm_is_not_read():
+    obj = yaml.safe_load(RAY_APP.replace('pip: ["vllm==0.6.3"]', 'pip: ["torch"]')
+                         .replace("VLLMDeployment", "Translator"))
+    assert read_workloads(obj) == []
+
+
+def test_serve_llm_engine_named_after_the_worker_container_and_two_engines_apart():
+    obj = yaml.safe_load(RAY_APP)
+    obj["spec"]["serveConfigV2"] = """
+applications:
+- name: app
+  import_path: ray.serve.llm:build_openai_app
+  args:
+    llm_configs:
+    - model_loading_config: {model_id: a, model_source: Qwen/Qwen3-8B}
+      engine_kwargs: {max_model_len: 4096}
+"""
+    (w,) = read_workloads(obj)
+    assert w.container == "llm" and w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 4096
+    obj["spec"]["serveConfigV2"] += """    - model_loading_config: {model_id: b, model_source: Qwen/Qwen3-0.6B}
+"""
+    assert sorted(w.container for w in read_workloads(obj)) == ["llm/a", "llm/b"]
+
+
+def test_a_serving_runtime_inside_an_openshift_template_is_no_server():
+    template = {"apiVersion": "template.openshift.io/v1", "kind": "Template",
+                "metadata": {"name": "t"},
+                "objects": [{"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ServingRuntime",
+                             "metadata": {"name": "vllm"},
+                             "spec": {"containers": [{
+                                 "name": "kserve-container", "image": "vllm/vllm-openai:v0.9.0",
+                                 "command": ["python", "-m", "vllm.entrypoints.openai.api_server"],
+                                 "args": ["--model=/mnt/models"]}]}}]}
+    assert read_workloads(template) == []
+    # a Deployment in the same template is still read (by structure, report only)
+    template["objects"].append({"apiVersion": "apps/v1", "kind": "Deployment",
+                                "metadata": {"name": "d"}, "spec": {"template": {"spec": {
+                                    "containers": [{"name": "v", "image": "vllm/vllm-openai:v0.9.0",
+                                                    "command": ["vllm", "serve", "Qwen/Qwen3-8B"]}]}}}})
+    (w,) = read_workloads(template)
+    assert w.model == "Qwen/Qwen3-8B" and w.patchable is False
+
+
+def _pod_with_init(init_cmd: list[str], model_path: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"initContainers": [{"name": "dl", "image": "runtime:1", "command": init_cmd}],
+                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                     "command": ["vllm", "serve", model_path]}]}}
+
+
+def test_a_local_model_path_takes_the_id_an_init_container_downloads_into_it():
+    (w,) = read_workloads(_pod_with_init(
+        ["aibrix_download", "--model-uri", "tos://bucket/models/Qwen/Qwen3-8B/", "--local-dir",
+         "/models/"], "/models/Qwen3-8B"))
+    assert w.model == "Qwen/Qwen3-8B" and w.model_config is not None
+    assert any("init container dl downloads it" in d.message for d in w.diagnostics)
+    (w,) = read_workloads(_pod_with_init(
+        ["sh", "-c", "huggingface-cli download Qwen/Qwen3-8B --local-dir /data/qwen3-8b"],
+        "/data/qwen3-8b/"))
+    assert w.model == "Qwen/Qwen3-8B"
+
+
+def test_no_id_is_taken_from_a_download_of_another_name_or_two_orgs():
+    (w,) = read_workloads(_pod_with_init(
+        ["huggingface-cli", "download", "Qwen/Qwen3-8B", "--local-dir", "/models/other"],
+        "/models/other"))
+    assert w.model == "/models/other"
+    (w,) = read_workloads(_pod_with_init(
+        ["sh", "-c", "hf download a/m --local-dir /m/m || hf download b/m --local-dir /m/m"], "/m/m"))
+    assert w.model == "/m/m"
+
+
+def _mounted(command: list[str], mount: dict, volume: dict) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {
+                "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                "command": command, "volumeMounts": [mount]}],
+                "volumes": [volume]}}}}
+
+
+SCRIPT = "#!/bin/bash\nset -e\nMODEL=Qwen/Qwen3-8B\nexec vllm serve $MODEL --max-model-len 8192 \"$@\"\n"
+
+
+def test_a_script_mounted_from_a_configmap_is_read_when_the_configmap_is_known():
+    from vllm_sizer.workloads import ReadContext
+
+    obj = _mounted(["bash", "/scripts/start.sh", "--max-num-seqs", "8"],
+                   {"name": "s", "mountPath": "/scripts"},
+                   {"name": "s", "configMap": {"name": "start"}})
+    ctx = ReadContext(config_maps={"start": {"start.sh": SCRIPT}})
+    (w,) = read_workloads(obj, ctx)
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 8192
+    assert w.settings.max_num_seqs == 8  # "$@" of the script
+    (w,) = read_workloads(obj)  # the ConfigMap unknown (the webhook): warned, not guessed
+    assert w.settings is None
+
+
+def test_copied_and_subpath_mounted_scripts_and_a_mounted_vllm_config():
+    from vllm_sizer.workloads import ReadContext
+
+    obj = _mounted(["/bin/sh", "-c", "cp /e/run.sh /tmp/run.sh && chmod +x /tmp/run.sh && /tmp/run.sh"],
+                   {"name": "s", "mountPath": "/e/run.sh", "subPath": "run.sh"},
+                   {"name": "s", "configMap": {"name": "start"}})
+    (w,) = read_workloads(obj, ReadContext(config_maps={"start": {"run.sh": SCRIPT}}))
+    assert w.model == "Qwen/Qwen3-8B"
+    obj = _mounted(["vllm", "serve", "Qwen/Qwen3-8B", "--config", "/cfg/v.yaml"],
+                   {"name": "c", "mountPath": "/cfg"},
+                   {"name": "c", "configMap": {"name": "vcfg", "items": [{"key": "k", "path": "v.yaml"}]}})
+    (w,) = read_workloads(obj, ReadContext(config_maps={"vcfg": {"k": "max-num-seqs: 3\n"}}))
+    assert w.settings.max_num_seqs == 3
