@@ -7,9 +7,9 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, model_validator
 
-from ..policy.settings import Mode, PolicySettings, parse_headroom
+from ..policy.settings import PolicySettings
 from ..workloads import kinds as _kinds
 from ..workloads.quantity import parse_quantity
 
@@ -34,15 +34,16 @@ WATCHED_RESOURCES: tuple[tuple[str, str, str, str], ...] = _kinds.watched_resour
 Env = Mapping[str, str]
 
 
-class OperatorSettings(BaseModel):
-    """VLLM_SIZER_* environment variables → typed settings."""
+# The decision's settings an install configures; the LimitRange ceiling is found per namespace.
+POLICY_FIELDS = tuple(f for f in PolicySettings.model_fields if f != "limit_range_max_bytes")
 
-    mode: Mode = "mutate"
-    headroom: float = 0.10
-    rounding_bytes: int = 256 * 1024**2
-    pin_cpu_kv_gib: float = 4
-    largest_node_memory_bytes: int | None = None
-    fail_closed: bool = False  # internal errors deny instead of admitting with a warning
+
+class OperatorSettings(BaseModel):
+    """VLLM_SIZER_* environment variables → typed settings. The decision's own settings (mode,
+    headroom, rounding, pinned KV cache, largest node, fail-closed) are a PolicySettings,
+    `decision`; they may also be given flat (`OperatorSettings(mode="warn")`), as from_env does."""
+
+    decision: PolicySettings = Field(default_factory=PolicySettings)
     namespaces: list[str] = Field(default_factory=list)  # empty: all (minus the excluded)
     excluded_namespaces: list[str] = Field(default_factory=lambda: ["kube-system"])
     operator_namespace: str = "vllm-sizer"
@@ -70,10 +71,17 @@ class OperatorSettings(BaseModel):
     webhook_url: str | None = None
     patch_existing: bool = False  # controller role: mutate pre-existing objects (restarts them)
 
-    @field_validator("headroom", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _headroom(cls, v: str | float) -> float:
-        return parse_headroom(v)
+    def _flat_policy_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(k in data for k in POLICY_FIELDS):
+            return data
+        decision = data.get("decision") or PolicySettings()
+        if isinstance(decision, dict):
+            decision = PolicySettings(**decision)
+        flat = {k: data[k] for k in POLICY_FIELDS if k in data}
+        rest = {k: v for k, v in data.items() if k not in flat}
+        return {**rest, "decision": PolicySettings(**{**decision.model_dump(), **flat})}
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> OperatorSettings:
@@ -126,15 +134,8 @@ class OperatorSettings(BaseModel):
         return cls(**{k: v for k, v in data.items() if v is not None})
 
     def policy(self, limit_range_max_bytes: int | None = None) -> PolicySettings:
-        return PolicySettings(
-            mode=self.mode,
-            headroom=self.headroom,
-            rounding_bytes=self.rounding_bytes,
-            pin_cpu_kv_gib=self.pin_cpu_kv_gib,
-            limit_range_max_bytes=limit_range_max_bytes,
-            largest_node_memory_bytes=self.largest_node_memory_bytes,
-            fail_closed=self.fail_closed,
-        )
+        """The decision's settings for a namespace whose LimitRange max is this."""
+        return self.decision.model_copy(update={"limit_range_max_bytes": limit_range_max_bytes})
 
     @property
     def trusted_namespace(self) -> str:

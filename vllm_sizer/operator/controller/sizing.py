@@ -265,7 +265,8 @@ class Sizer:
             read = read_workloads
         self.read = read
         self.policy = settings.policy()
-        observe_mode = "warn" if settings.mode in ("mutate", "enforce") else settings.mode
+        mode = settings.decision.mode
+        observe_mode = "warn" if mode in ("mutate", "enforce") else mode
         self.observer_policy = self.policy.model_copy(update={"mode": observe_mode})
         # (uid, resourceVersion) handled in this process: Kopf may call the same function for
         # a mixed-in resume and an update in one cycle with the same (stale) body.

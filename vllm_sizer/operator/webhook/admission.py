@@ -338,7 +338,7 @@ class Admission:
         return answer
 
     def _internal_error(self, uid: str, what: str) -> dict[str, Any]:
-        if self.settings.fail_closed:
+        if self.settings.decision.fail_closed:
             return deny(uid, f"vllm-sizer: internal error ({what}); the policy is fail-closed", 500)
         return allow(uid, [f"vllm-sizer: internal error ({what}); admitted unchanged"])
 
@@ -355,7 +355,7 @@ class Admission:
         if missing and self.lookup is not None:
             loaded, problem = await self._load(missing, ns)
             if problem is not None:
-                if self.settings.fail_closed:
+                if self.settings.decision.fail_closed:
                     return deny(
                         req.uid, problem.message + "; the policy is fail-closed", 500
                     ), "error"
@@ -405,7 +405,7 @@ class Admission:
         )
 
     def _missing_models(self, obj: dict[str, Any], workloads: list[Workload]) -> list[str]:
-        if self.settings.mode == "off":
+        if self.settings.decision.mode == "off":
             return []
         meta = obj.get("metadata")
         ann = meta.get("annotations") if isinstance(meta, dict) else None
