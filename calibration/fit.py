@@ -487,6 +487,19 @@ def _ge(est: float | None, measured: float) -> str:
     return "yes" if est >= measured else "**NO**"
 
 
+def _vs_measured(x: Result) -> tuple[str, ...]:
+    """The report's columns for one row: measured, the estimator (training rows), its residual
+    and whether it covers the measurement, the a·mech+b line and its residual."""
+    return (
+        _mib(x.measured),
+        f"{_mib(x.est_train)} ({x.est_case})",
+        _pct(x.est_train, x.measured),
+        _ge(x.est_train, x.measured),
+        _mib(x.param),
+        _pct(x.param, x.measured),
+    )
+
+
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join("" if c is None else str(c) for c in r) + " |" for r in rows]
@@ -760,12 +773,7 @@ def render_report(f: Fit, png_written: bool) -> str:
                 c.rank,
                 c.geometry.num_layers,
                 c.tokens,
-                _mib(x.measured),
-                f"{_mib(x.est_train)} ({x.est_case})",
-                _pct(x.est_train, x.measured),
-                _ge(x.est_train, x.measured),
-                _mib(x.param),
-                _pct(x.param, x.measured),
+                *_vs_measured(x),
                 _ge(x.param, x.measured),
                 _mib(x.est_all),
                 _pct(x.est_all, x.measured),
@@ -867,12 +875,7 @@ def render_report(f: Fit, png_written: bool) -> str:
                 (
                     x.row["id"],
                     x.cal.tokens,
-                    _mib(x.measured),
-                    f"{_mib(x.est_train)} ({x.est_case})",
-                    _pct(x.est_train, x.measured),
-                    _ge(x.est_train, x.measured),
-                    _mib(x.param),
-                    _pct(x.param, x.measured),
+                    *_vs_measured(x),
                     f"{x.cal.factor:.3f}",
                 )
                 for x in pub
