@@ -48,3 +48,39 @@ def test_sparse_llava_text_config_takes_llama_defaults_but_top_level_llama_does_
     with pytest.raises(MissingConfigField):
         ModelGeometry.from_hf_config({"model_type": "llama", "vocab_size": 32000,
                                       "num_hidden_layers": 32, "num_attention_heads": 32})
+
+
+def test_headless_decoder_embedding_model_has_no_lm_head():
+    # e5-mistral-7b-instruct is a MistralModel (no lm_head) with tie_word_embeddings false: its
+    # weights are Mistral-7B's minus the 32000 x 4096 output matrix (Hub: 7.11B).
+    g = ModelGeometry.from_hf_config(lookup_model("intfloat/e5-mistral-7b-instruct")["config"])
+    assert g.parameter_count() == 7_241_732_096 - 32000 * 4096
+
+
+def test_mpt_reads_n_heads_and_max_seq_len():
+    # MPT names its heads n_heads and its context max_seq_len (transformers MptConfig
+    # attribute_map); bias-free non-gated MLP (expansion_ratio 4), tied embeddings.
+    # mosaicml/mpt-7b model card: n_parameters 6.7B, n_heads 32, sequence length 2048.
+    g = _geo("mosaicml/mpt-7b")
+    assert g.num_attention_heads == 32 and g.head_dim == 128 and g.max_position_embeddings == 2048
+    assert not g.gated_mlp and g.intermediate_size == 4 * 4096 and g.tie_word_embeddings
+    assert abs(g.parameter_count() - 6.7e9) / 6.7e9 < 0.02
+
+
+def test_bloom_counts_every_bias_and_the_embedding_layernorm():
+    # BLOOM: width n_embed, biases on qkv/dense/MLP and LayerNorms, word_embeddings_layernorm,
+    # tied lm_head. The count equals the hub's safetensors total for bigscience/bloomz-560m
+    # (559214592) and keras-hub's bloomz_560m_multi preset params (the same number).
+    g = _geo("bigscience/bloomz-560m")
+    assert g.hidden_size == 1024 and g.qkv_bias and g.mlp_bias and g.layernorm_bias
+    assert g.parameter_count() == 559214592
+
+
+def test_gpt_neox_counts_its_linear_biases():
+    # GPT-NeoX (Pythia) biases query_key_value, dense and both MLP projections; with them the
+    # counts equal the Pythia model card's table (70M: 70,426,624 total, 18,915,328
+    # non-embedding; 160M: 162,322,944 total).
+    g = _geo("EleutherAI/pythia-70m")
+    assert g.qkv_bias and g.mlp_bias
+    assert g.parameter_count() - g.embedding_parameters() == 18915328
+    assert _geo("EleutherAI/pythia-160m").parameter_count() == 162322944

@@ -22,10 +22,11 @@ from . import corpus
 INDEX = corpus.load_index()
 SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 
-# Measured on 2026-12-02: 99 servers in 100 files. Raise a floor when a merge raises the
-# fraction; never lower one.
+# Measured on 2026-12-02: 161 servers in 168 files (the corpus grew from 99 servers: floors are
+# re-measured when files are added). Raise a floor when a merge raises the fraction; never lower
+# one for the same files.
 FLOOR_DATE = "2026-12-02"
-FLOORS = {"found": 0.989, "read_right": 0.969, "sized": 0.757}
+FLOORS = {"found": 0.900, "read_right": 0.782, "sized": 0.739}
 
 # XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).
@@ -37,11 +38,77 @@ XFAIL_SERVERS: dict[str, str] = {
         "misread: dtype 'auto', want 'bfloat16'",
     'production-stack/helm-15-a-pp-raycluster.yaml::RayCluster/vllm-distilgpt2-raycluster-raycluster/vllm-ray-head':
         "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
+    'llmaz/playground-opt-125m.yaml::Playground/opt-125m/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground opt-125m)",
+    'llmaz/playground-speculative-decoding-vllm.yaml::Playground/vllm-speculator/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground vllm-speculator)",
+    'llmaz/playground-runai-streamer-s3.yaml::Playground/deepseek-r1-distill-qwen-1-5b/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground deepseek-r1-distill-qwen-1-5b)",
+    'llmaz/envoy-ai-gateway-basic-vllm.yaml::Playground/qwen3-0--6b/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground qwen3-0--6b)",
+    'llmaz/playground-hostpath.yaml::Playground/qwen2-0--5b-instruct/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (Playground qwen2-0--5b-instruct)",
+    'kthena/modelbooster-qwen2.5-0.5b-cpu.yaml::ModelBooster/demo/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelBooster demo)",
+    'kthena/modelbooster-lmcache-pd.yaml::ModelBooster/qwen-lmcache-pd/-':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelBooster qwen-lmcache-pd)",
+    'kthena/modelserving-data-parallel.yaml::ModelServing/my-model/engine':
+        "model by local path: the id is in an init container's download: model '/tmp/cache/Qwen3', want 'Qwen/Qwen3-0.6B'",
+    'kthena/modelserving-data-parallel.yaml::ModelServing/my-model/example-vllm-worker':
+        "model by local path: the id is in an init container's download: model '/tmp/cache/Qwen3', want 'Qwen/Qwen3-0.6B'",
+    'kthena/modelserving-vllm-pd-multinode.yaml::ModelServing/vllm-pd-multinode/leader@/spec/template/roles/0/entryTemplate/spec/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'kthena/modelserving-vllm-pd-multinode.yaml::ModelServing/vllm-pd-multinode/leader@/spec/template/roles/1/entryTemplate/spec/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'kthena/modelserving-pd-disaggregation.yaml::ModelServing/deepseek-v2-lite/vllm@/spec/template/roles/0/entryTemplate/spec/containers/1':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelServing deepseek-v2-lite container vllm)",
+    'kthena/modelserving-pd-disaggregation.yaml::ModelServing/deepseek-v2-lite/vllm@/spec/template/roles/1/entryTemplate/spec/containers/1':
+        "args only, and the image's ENTRYPOINT is not known: not found (ModelServing deepseek-v2-lite container vllm)",
+    'llm-d/scheduler-gpu-grpc-deployment.yaml::Deployment/vllm-grpc-qwen3-32b/vllm-server':
+        "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
+    'llm-on-openshift/vllm-gpu-deployment.yaml::Deployment/vllm/server':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment vllm container server)",
+    'llm-on-openshift/vllm-cpu-deployment.yaml::Deployment/vllm/server':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment vllm container server)",
+    'llm-on-openshift/vllm-hpu-deployment.yaml::Deployment/vllm/server':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment vllm container server)",
+    'eks-workshop/vllm-mistral-neuron.yaml::Deployment/mistral/vllm':
+        "model by local path: the id is in an init container's download: model '/models/mistral-7b-v0.3', want 'aws-neuron/Mistral-7B-Instruct-v0.3-seqlen-2048-bs-1-c...",
+    'kubeai/mistral-small-3.1-24b-instruct-h100.yaml::Model/mistral-small-3.1-24b-instruct-h100/-':
+        "flag not read (unique prefix, alias or spelling): load_format None, want 'mistral'",
+    'aibrix/runtime-hf-download.yaml::Deployment/aibrix-model-deepseek-coder-7b-instruct/vllm-openai':
+        "model by local path: the id is in an init container's download: model '/models/deepseek-coder-7b-instruct', want 'deepseek-ai/deepseek-coder-6.7b-instruct'",
+    'aibrix/disaggregation-neuron-pool.yaml::StormService/neuron-pd-pool/vllm@/spec/template/spec/roles/0/template/spec/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'aibrix/disaggregation-neuron-pool.yaml::StormService/neuron-pd-pool/vllm@/spec/template/spec/roles/1/template/spec/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'aibrix/disaggregation-vllm-replica.yaml::StormService/vllm-replica-2p1d/prefill':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'aibrix/disaggregation-vllm-replica.yaml::StormService/vllm-replica-2p1d/decode':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
+    'gke-samples/rayservice-qwen3-tpu-v6e.yaml::RayService/qwen3-serve/ray-worker':
+        'platform kind RayService not read: not found (RayService qwen3-serve container ray-worker)',
+    'ai-on-eks/rayservice-vllm-gpu.yaml::RayService/vllm/ray-worker':
+        'flag not read (unique prefix, alias or spelling); misread: enable_chunked_prefill None, want False; enforce_eager False, want True',
+    'kserve/llmisvc-nemotron-3-ultra-pd.yaml::LLMInferenceService/nemotron-ultra-pd/main@/spec/template/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'MultiConnector'; kv_connector_cpu_bytes None, want 214748364800",
+    'kserve/llmisvc-nemotron-3-ultra-pd.yaml::LLMInferenceService/nemotron-ultra-pd/main@/spec/prefill/template/containers/0':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'MultiConnector'; kv_connector_cpu_bytes None, want 214748364800",
+    'kserve-website/kvcache-offloading-lmcache-isvc.yaml::InferenceService/huggingface-llama3/kserve-container':
+        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'LMCacheConnectorV1'",
+    'dynamo/vllm-agg-multinode.yaml::DynamoGraphDeployment/vllm-mul/VllmDecodeWorker':
+        "device not evident to the reader: device 'unknown', want 'cuda'",
+    'dynamo/vllm-disagg-planner.yaml::DynamoGraphDeployment/vllm-disagg-planner/VllmDecodeWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg-planner container VllmDecodeWorker)',
+    'dynamo/vllm-disagg-planner.yaml::DynamoGraphDeployment/vllm-disagg-planner/VllmPrefillWorker':
+        'platform kind DynamoGraphDeployment not read: not found (DynamoGraphDeployment vllm-disagg-planner container VllmPrefillWorker)',
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one
 # (settings None, so a `cannot size` warning on every apply) or one read as vLLM.
 XFAIL_UNTOUCHED: dict[str, str] = {
+    'kserve-website/kvcache-offloading-lmcache-server.yaml':
+        'a Workload for Deployment/lmcache-server/lmcache-server',
 }
 
 

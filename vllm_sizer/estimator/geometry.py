@@ -44,6 +44,16 @@ ENCODER_TYPES = {"bert", "roberta", "xlm-roberta"}
 # Falcon checkpoints published before transformers' FalconConfig carry model_type RefinedWeb /
 # RefinedWebModel (transformers FalconConfig reads them; vLLM maps RWConfig to FalconConfig).
 FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
+# BLOOM: every linear and LayerNorm carries a bias and the embeddings pass through their own
+# LayerNorm (transformers models/bloom/modeling_bloom.py: BloomAttention.query_key_value and
+# dense with bias, BloomMLP dense_h_to_4h / dense_4h_to_h with bias,
+# BloomModel.word_embeddings_layernorm); its width is n_embed. GPT-NeoX (Pythia) likewise
+# biases query_key_value, dense, dense_h_to_4h and dense_4h_to_h (modeling_gpt_neox.py).
+# Phi-3-small too (modeling_phi3_small.py: query_key_value / dense / up_proj / down_proj are
+# nn.Linear with bias, its norms nn.LayerNorm); its MLP width is ff_intermediate_size
+# (up_proj: hidden -> 2 * ff_intermediate_size, gegelu-gated).
+ALL_BIAS_TYPES = {"opt", "gpt2", "bloom", "gpt_neox", "phi3small"}
+EMBED_NORM_TYPES = {"bloom"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
 QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
@@ -64,6 +74,18 @@ FOUR_NORM_TYPES = {"gemma2", "gemma3", "gemma3_text", "glm4"}
 # attention_bias puts a bias on q/k/v only, o_proj has none: transformers Glm4Attention and
 # Glm4MoeAttention (o_proj bias=False); Glm4MoeAttention also has q/k RMSNorm when use_qk_norm.
 QKV_ONLY_BIAS_TYPES = {"glm4", "glm4_moe"}
+# Decoder checkpoints saved without an LM head (embedding models such as
+# intfloat/e5-mistral-7b-instruct, architectures ["MistralModel"]): vLLM serves them as pooling
+# models and drops lm_head (vllm/model_executor/models/adapters.py, ModelForPooling), so only
+# the embedding table is vocab-sized even when tie_word_embeddings is false.
+HEADLESS_DECODER_ARCHITECTURES = {
+    "MistralModel",
+    "LlamaModel",
+    "Qwen2Model",
+    "Qwen3Model",
+    "GemmaModel",
+    "Gemma2Model",
+}
 
 # Bytes per parameter of quantized linear weights, including scales: derived from each format.
 # awq/gptq 4-bit, group 128: 4 bits + fp16 scale + 4-bit zero per 128 weights = 4.16 bits.
@@ -95,6 +117,19 @@ PHI3V_CLIP_VISION: dict[str, Any] = {
     "patch_size": 14,
 }
 
+# Molmo (allenai/Molmo-7B-D-0924, model_type molmo): ff_proj emits intermediate_size and is
+# split into the two SwiGLU halves, ff_out reads intermediate_size // 2 (vLLM molmo.py
+# LanguageModelMLP); q/k/v carry a bias when qkv_bias. Its config names no image tower; vLLM
+# builds OpenAI CLIP ViT-L/14-336 and uses 23 of its layers (molmo.py VisionBackboneConfig:
+# image_emb_dim 1024, image_mlp_dim 4096, image_num_layers 23, image_patch_size 14); its 2x2
+# pooling attention and projector MLP (about 0.11B for Molmo-7B-D) are not counted.
+MOLMO_CLIP_VISION: dict[str, Any] = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 23,
+    "patch_size": 14,
+}
+
 # Hub configs list only non-default keys; these are the defaults of the config classes they
 # omit (transformers Gemma3TextConfig.__init__ defaults), so sparse configs read correctly.
 MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -116,6 +151,9 @@ MODEL_TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
 # (transformers LlamaConfig.__init__). Applied only to a nested text_config, never to a top-level
 # config, so a top-level config missing a field still gets its diagnostic.
 TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Mistral3 (Mistral Small 3.1+/Magistral/Devstral with vision) text_config omits
+    # tie_word_embeddings; transformers MistralConfig.__init__ defaults it to False.
+    "mistral": {"tie_word_embeddings": False},
     "llama": {
         "vocab_size": 32000,
         "hidden_size": 4096,
@@ -198,6 +236,12 @@ class ModelGeometry(BaseModel, frozen=True):
     sliding_window_layers: int = 0
     quantization: Quantization | None = None
     vision_parameters: int = 0  # rough count of a vision tower (multimodal configs)
+    # Llama-Nemotron NAS (DeciLM block_configs): layers that keep attention (the others hold
+    # no attention and no KV cache), each layer's MLP width (0 = no MLP), and blocks replaced
+    # by one Linear(h, h). None / () / 0 for every other model.
+    attention_layers: int | None = None
+    mlp_widths: tuple[int, ...] = ()
+    linear_blocks: int = 0
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -212,6 +256,8 @@ class ModelGeometry(BaseModel, frozen=True):
             c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
         model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
         c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
+        if model_type == "dbrx":
+            c = {**_dbrx_keys(c), **c}
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 
@@ -235,8 +281,8 @@ class ModelGeometry(BaseModel, frozen=True):
             return iv
 
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-        hidden = need_int("hidden_size", "d_model", "n_embd")
-        heads = need_int("num_attention_heads", "n_head", "num_heads")
+        hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
+        heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
         # ChatGLM (THUDM chatglm2/3, glm-4-9b-chat): the embedding has padded_vocab_size rows
         # (modeling_chatglm.py Embedding(config.padded_vocab_size, hidden)).
         vocab = (
@@ -251,8 +297,12 @@ class ModelGeometry(BaseModel, frozen=True):
         )
         head_dim = int(first("head_dim", "kv_channels") or hidden // heads)
         gated = model_type not in NON_GATED_MLP_TYPES
-        inter = first("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
+        inter = first(
+            "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size", "ff_intermediate_size"
+        )
         intermediate = int(inter) if inter else 4 * hidden
+        if model_type == "molmo":
+            intermediate //= 2
 
         mla = None
         if c.get("use_mla") is not False and c.get("kv_lora_rank"):
@@ -273,9 +323,17 @@ class ModelGeometry(BaseModel, frozen=True):
             intermediate = int(c["intermediate_size_mlp"])
 
         sliding, sliding_layers = _read_sliding(c, layers, model_type)
+        nas = _read_nas_blocks(c, hidden, heads)
+        if nas:
+            kv_heads, attention_layers, mlp_widths, linear_blocks = nas
+            intermediate = max(mlp_widths)
+        else:
+            attention_layers, mlp_widths, linear_blocks = None, (), 0
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
+        if arch in HEADLESS_DECODER_ARCHITECTURES:
+            tie = True  # no lm_head: the embedding table is the only vocab-sized matrix
 
         return cls(
             model_type=model_type,
@@ -288,27 +346,33 @@ class ModelGeometry(BaseModel, frozen=True):
             head_dim=head_dim,
             vocab_size=vocab,
             tie_word_embeddings=bool(tie),
-            max_position_embeddings=_int_or_none(first("max_position_embeddings", "n_positions")),
+            max_position_embeddings=_int_or_none(
+                first("max_position_embeddings", "n_positions", "max_seq_len")
+            ),
             torch_dtype=str(first("torch_dtype", "dtype") or "") or None,
             gated_mlp=gated,
             qkv_bias=bool(c.get("attention_bias"))
             or model_type in QKV_BIAS_TYPES
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
             or bool(c.get("enable_bias"))
-            or bool(c.get("add_qkv_bias")),
+            or bool(c.get("add_qkv_bias"))
+            or (model_type == "molmo" and bool(c.get("qkv_bias"))),
             o_bias=(bool(c.get("attention_bias")) and model_type not in QKV_ONLY_BIAS_TYPES)
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             mlp_bias=bool(c.get("mlp_bias"))
-            or model_type in {"opt", "gpt2"} | ENCODER_TYPES
+            or model_type in ALL_BIAS_TYPES | ENCODER_TYPES
             or bool(c.get("enable_bias"))
             or bool(c.get("add_bias_linear")),
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type == "glm4_moe" and bool(c.get("use_qk_norm"))),
             norms_per_layer=4 if model_type in FOUR_NORM_TYPES else _falcon_norms(c, model_type),
             layernorm_bias=model_type
-            in {"opt", "gpt2", "gpt_neox", "phi"} | FALCON_TYPES | ENCODER_TYPES,
+            in {"opt", "gpt2", "gpt_neox", "phi", "bloom"}
+            | FALCON_TYPES
+            | ENCODER_TYPES
+            | ALL_BIAS_TYPES,
             learned_positions=_learned_positions(c, model_type),
             token_type_rows=int(c.get("type_vocab_size") or 0)
             if model_type in ENCODER_TYPES
@@ -325,9 +389,18 @@ class ModelGeometry(BaseModel, frozen=True):
             ),
             vision_parameters=_vision_parameters(
                 top.get("vision_config")
-                or (PHI3V_CLIP_VISION if isinstance(top.get("img_processor"), Mapping) else None),
+                or (
+                    PHI3V_CLIP_VISION
+                    if isinstance(top.get("img_processor"), Mapping)
+                    else MOLMO_CLIP_VISION
+                    if model_type == "molmo"
+                    else None
+                ),
                 str(top.get("model_type") or "").lower(),
             ),
+            attention_layers=attention_layers,
+            mlp_widths=mlp_widths,
+            linear_blocks=linear_blocks,
         )
 
     # ------------------------------------------------------------------ shapes
@@ -480,6 +553,17 @@ class ModelGeometry(BaseModel, frozen=True):
             n += self.num_attention_heads
         return n
 
+    @property
+    def num_attention_layers(self) -> int:
+        """Decoder layers that hold attention (and a KV cache)."""
+        return self.num_layers if self.attention_layers is None else self.attention_layers
+
+    def _attention_and_linear_parameters(self) -> int:
+        return (
+            self.num_attention_layers * self.attention_parameters_per_layer()
+            + self.linear_blocks * self.hidden_size * self.hidden_size
+        )
+
     def _mlp_parameters(self, width: int) -> int:
         h = self.hidden_size
         if self.gated_mlp:
@@ -489,6 +573,9 @@ class ModelGeometry(BaseModel, frozen=True):
     def mlp_parameters(self) -> tuple[int, int]:
         """(parameters of all MLP blocks, of which quantizable expert/linear weights)."""
         h = self.hidden_size
+        if self.mlp_widths:
+            total = sum(self._mlp_parameters(w) for w in self.mlp_widths if w)
+            return total, total
         dense_layers = self.num_layers - (self.moe.num_moe_layers if self.moe else 0)
         total = dense_layers * self._mlp_parameters(self.intermediate_size)
         if self.moe:
@@ -514,7 +601,8 @@ class ModelGeometry(BaseModel, frozen=True):
 
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
-        return (self.norms_per_layer * self.num_layers + 1) * per_norm
+        extra = 1 if self.model_type in EMBED_NORM_TYPES else 0  # BLOOM's embedding LayerNorm
+        return (self.norms_per_layer * self.num_layers + 1 + extra) * per_norm
 
     def parameter_count(self) -> int:
         return self._parameter_count
@@ -525,7 +613,7 @@ class ModelGeometry(BaseModel, frozen=True):
         mlp, _ = self.mlp_parameters()
         return (
             self.embedding_parameters()
-            + self.num_layers * self.attention_parameters_per_layer()
+            + self._attention_and_linear_parameters()
             + mlp
             + self.norm_parameters()
             + self.vision_parameters
@@ -537,7 +625,7 @@ class ModelGeometry(BaseModel, frozen=True):
         total = self.parameter_count()
         if not self.quantization:
             return int(total * dtype_bytes)
-        linear = self.num_layers * self.attention_parameters_per_layer() + self.mlp_parameters()[0]
+        linear = self._attention_and_linear_parameters() + self.mlp_parameters()[0]
         if self.quantization.method == "mxfp4" and self.moe:
             # gpt-oss: only the expert weights are MXFP4, attention stays bf16.
             e = self.moe
@@ -554,7 +642,27 @@ class ModelGeometry(BaseModel, frozen=True):
             per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
         else:
             per_layer = 2 * self.kv_width
-        return int(self.num_layers * per_layer * kv_dtype_bytes)
+        return int(self.num_attention_layers * per_layer * kv_dtype_bytes)
+
+
+def _dbrx_keys(c: Mapping[str, Any]) -> dict[str, Any]:
+    """DBRX nests attention and expert settings: transformers DbrxConfig (attribute_map n_heads,
+    max_seq_len; attn_config.kv_n_heads; ffn_config.ffn_hidden_size, moe_num_experts,
+    moe_top_k). vLLM dbrx.py: Wqkv/out_proj, a bias-free router Linear(d_model, experts) and
+    gated experts w1/v1/w2 of ffn_hidden_size, two bias-free LayerNorms per block."""
+    attn = c.get("attn_config")
+    attn = attn if isinstance(attn, Mapping) else {}
+    ffn = c.get("ffn_config")
+    ffn = ffn if isinstance(ffn, Mapping) else {}
+    keys = {
+        "num_attention_heads": c.get("n_heads"),
+        "max_position_embeddings": c.get("max_seq_len"),
+        "num_key_value_heads": attn.get("kv_n_heads"),
+        "intermediate_size": ffn.get("ffn_hidden_size"),
+        "num_local_experts": ffn.get("moe_num_experts"),
+        "num_experts_per_tok": ffn.get("moe_top_k"),
+    }
+    return {k: v for k, v in keys.items() if v is not None}
 
 
 def _falcon_norms(c: Mapping[str, Any], model_type: str) -> int:
@@ -580,6 +688,43 @@ def _learned_positions(c: Mapping[str, Any], model_type: str) -> int:
     if model_type in ENCODER_TYPES:  # BertEmbeddings.position_embeddings
         return int(c.get("max_position_embeddings") or 0)
     return 0
+
+
+def _read_nas_blocks(
+    c: Mapping[str, Any], hidden: int, heads: int
+) -> tuple[int, int, tuple[int, ...], int] | None:
+    """Llama-Nemotron NAS (model_type nemotron-nas, DeciLMForCausalLM): block_configs gives each
+    layer's attention (no_op, replace_with_linear, or n_heads_in_group query heads per KV head)
+    and FFN (no_op, replace_with_linear, or ffn_mult). Width from ffn_mult as in the model's
+    modeling_decilm.py / vLLM nemotron_nas.py _ffn_mult_to_intermediate_size:
+    int(2 * ffn_mult * hidden / 3) rounded up to a multiple of 256. Returns (kv_heads,
+    attention layers, MLP widths, linear blocks); layers with different KV head counts are
+    refused rather than averaged."""
+    blocks = c.get("block_configs")
+    if not isinstance(blocks, list) or not blocks:
+        return None
+    kv: set[int] = set()
+    attention_layers = linear = 0
+    widths: list[int] = []
+    for b in blocks:
+        a, f = b.get("attention") or {}, b.get("ffn") or {}
+        if a.get("replace_with_linear"):
+            linear += 1
+        elif not a.get("no_op"):
+            attention_layers += 1
+            kv.add(heads // int(a.get("n_heads_in_group") or 1))
+        if f.get("replace_with_linear"):
+            linear += 1
+        if f.get("no_op") or f.get("replace_with_linear"):
+            widths.append(0)
+        else:
+            w = int(2 * float(f["ffn_mult"]) * hidden / 3)
+            widths.append(-(-w // 256) * 256)
+    if len(kv) != 1:
+        raise MissingConfigField(
+            "block_configs", "layers with different KV head counts are not read"
+        )
+    return kv.pop(), attention_layers, tuple(widths), linear
 
 
 def _int_or_none(v: Any) -> int | None:

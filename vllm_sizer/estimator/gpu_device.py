@@ -173,7 +173,7 @@ def weights_per_rank(
 def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int, pp: int) -> float:
     """KV bytes one rank stores per token: its stage's layers, its share of the KV heads
     (heads are replicated when TP > kv_heads; MLA's latent is not split by TP)."""
-    layers = math.ceil(g.num_layers / pp)
+    layers = math.ceil(g.num_attention_layers / pp)
     per_layer: float
     if g.mla:
         per_layer = g.mla.kv_lora_rank + g.mla.qk_rope_head_dim
