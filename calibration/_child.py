@@ -48,7 +48,7 @@ def main(spec_path: str) -> int:
     try:
         from vllm.inputs import TokensPrompt
     except ImportError:  # older layouts
-        from vllm.inputs.data import TokensPrompt  # type: ignore
+        from vllm.inputs.data import TokensPrompt
     from vllm.lora.request import LoRARequest
 
     mark("imported", hs, vllm_version=vllm.__version__, torch_version=torch.__version__)

@@ -375,10 +375,10 @@ def make_tokenizer(out_dir: str, vocab_size: int) -> None:
     vocab["<|endoftext|>"] = vocab_size - 1
     special = [("<unk>", vocab_size - 2), ("<|endoftext|>", vocab_size - 1)]
     try:
-        from tokenizers import AddedToken, Tokenizer  # type: ignore
-        from tokenizers.decoders import WordPiece  # noqa: F401  # type: ignore
-        from tokenizers.models import WordLevel  # type: ignore
-        from tokenizers.pre_tokenizers import WhitespaceSplit  # type: ignore
+        from tokenizers import AddedToken, Tokenizer
+        from tokenizers.decoders import WordPiece  # noqa: F401
+        from tokenizers.models import WordLevel
+        from tokenizers.pre_tokenizers import WhitespaceSplit
 
         tok = Tokenizer(WordLevel(vocab=vocab, unk_token="<unk>"))
         tok.pre_tokenizer = WhitespaceSplit()

@@ -183,7 +183,7 @@ def solve3(
                 m = A[r][c] / A[c][c]
                 A[r] = [a - m * b for a, b in zip(A[r], A[c], strict=True)]
                 v[r] -= m * v[c]
-    return tuple(v[i] / A[i][i] / scale[i] for i in range(3))  # type: ignore[return-value]
+    return tuple(v[i] / A[i][i] / scale[i] for i in range(3))
 
 
 @dataclass(frozen=True)

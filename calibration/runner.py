@@ -540,12 +540,12 @@ def spec_from_dict(d: dict[str, object]) -> RunSpec:
         if a in d:
             d[k] = d.pop(a)
     if isinstance(d.get("target_modules"), (list, tuple)):
-        d["target_modules"] = ",".join(d["target_modules"])  # type: ignore[arg-type]
+        d["target_modules"] = ",".join(d["target_modules"])
     names = {f.name for f in dataclasses.fields(RunSpec)}
     unknown = sorted(set(d) - names)
     if unknown:
         raise ValueError(f"unknown run keys {unknown}")
-    return RunSpec(**d)  # type: ignore[arg-type]
+    return RunSpec(**d)
 
 
 def main(argv: list[str] | None = None) -> int:
