@@ -21,8 +21,13 @@ async def bare(port: int, cert_dir: Path) -> None:
     async def allow(request: web.Request) -> web.Response:
         review = json.loads(await request.read())
         uid = review["request"]["uid"]
-        return web.json_response({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                  "response": {"uid": uid, "allowed": True}})
+        return web.json_response(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": uid, "allowed": True},
+            }
+        )
 
     app = web.Application(client_max_size=8 * 1024**2)
     app.router.add_post("/mutate", allow)
@@ -42,8 +47,9 @@ async def sizer(port: int, cert_dir: Path) -> None:
     from vllm_sizer.operator.webhook.server import start_webhook_server
 
     logging.disable(logging.INFO)
-    settings = OperatorSettings(webhook_host="127.0.0.1", webhook_port=port, metrics_port=-1,
-                                cert_dir=str(cert_dir))
+    settings = OperatorSettings(
+        webhook_host="127.0.0.1", webhook_port=port, metrics_port=-1, cert_dir=str(cert_dir)
+    )
     await start_webhook_server(settings, NoLookup())
     print("ready", flush=True)
     await asyncio.Event().wait()

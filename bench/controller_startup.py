@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def vm_hwm_mib(pid: int) -> float:
     """Peak RSS of a process and its children still alive (kB → MiB)."""
     total = 0
-    for p in [pid] + _children(pid):
+    for p in [pid, *_children(pid)]:
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
@@ -58,14 +58,30 @@ def run(count: int, timeout: float) -> tuple[float, float, float]:
             obj = copy.deepcopy(template)
             obj["metadata"] = {"name": f"vllm-{i}", "namespace": ns}
             apps.create_namespaced_deployment(ns, obj)
+
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             list(pool.map(make, range(count)))
         created = time.perf_counter() - t0
         env = dict(os.environ, VLLM_SIZER_METRICS_PORT="-1")
-        proc = subprocess.Popen([sys.executable, "-m", "vllm_sizer.cli.main", "run", "--role",
-                                 "controller", "--namespace", ns, "-q", "--metrics-port", "-1"],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vllm_sizer.cli.main",
+                "run",
+                "--role",
+                "controller",
+                "--namespace",
+                ns,
+                "-q",
+                "--metrics-port",
+                "-1",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         start = time.perf_counter()
         peak = 0.0
         done = 0
@@ -73,8 +89,9 @@ def run(count: int, timeout: float) -> tuple[float, float, float]:
             while time.perf_counter() - start < timeout:
                 peak = max(peak, vm_hwm_mib(proc.pid))
                 items = apps.list_namespaced_deployment(ns, _request_timeout=30).items
-                done = sum(1 for d in items
-                           if (d.metadata.annotations or {}).get("vllm-sizer.io/estimate"))
+                done = sum(
+                    1 for d in items if (d.metadata.annotations or {}).get("vllm-sizer.io/estimate")
+                )
                 if done >= count:
                     break
                 time.sleep(0.5)

@@ -11,16 +11,40 @@ import argparse
 import itertools
 import time
 
-from vllm_sizer.estimator import EngineSettings, ModelGeometry, build_report, model_config, resolve_settings
+from vllm_sizer.estimator import (
+    EngineSettings,
+    ModelGeometry,
+    build_report,
+    model_config,
+    resolve_settings,
+)
 
-MODELS = ["Qwen/Qwen3-0.6B", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-30B-A3B",
-          "deepseek-ai/DeepSeek-V3", "google/gemma-3-27b-it", "openai/gpt-oss-20b"]
+MODELS = [
+    "Qwen/Qwen3-0.6B",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "Qwen/Qwen3-30B-A3B",
+    "deepseek-ai/DeepSeek-V3",
+    "google/gemma-3-27b-it",
+    "openai/gpt-oss-20b",
+]
 SETTINGS = [
-    EngineSettings(device="cpu", vllm_version="0.11.0", enable_lora=True, max_lora_rank=256,
-                   max_num_batched_tokens=2394, max_num_seqs=1, max_model_len=8192),
+    EngineSettings(
+        device="cpu",
+        vllm_version="0.11.0",
+        enable_lora=True,
+        max_lora_rank=256,
+        max_num_batched_tokens=2394,
+        max_num_seqs=1,
+        max_model_len=8192,
+    ),
     EngineSettings(device="cpu", vllm_version="0.26.0", enable_lora=True, max_lora_rank=64),
-    EngineSettings(device="cuda", vllm_version="0.33.0", gpu_memory_bytes=80 * 1024**3,
-                   tensor_parallel_size=4, max_model_len=32768),
+    EngineSettings(
+        device="cuda",
+        vllm_version="0.33.0",
+        gpu_memory_bytes=80 * 1024**3,
+        tensor_parallel_size=4,
+        max_model_len=32768,
+    ),
     EngineSettings(device="unknown", max_model_len=4096),
 ]
 
@@ -45,7 +69,9 @@ def main() -> None:
     cases = [(g, s) for g in geos for s in SETTINGS]
     base = run(lambda g, s: resolve_settings(s, g), cases, args.seconds)
     full = run(lambda g, s: build_report(g, s), cases, args.seconds)
-    parse = run(lambda g, s: ModelGeometry.from_hf_config(model_config(MODELS[0])), cases, args.seconds)
+    parse = run(
+        lambda g, s: ModelGeometry.from_hf_config(model_config(MODELS[0])), cases, args.seconds
+    )
     print(f"cases: {len(cases)} (models × settings)")
     print(f"resolve_settings only (baseline): {base:,.0f}/s")
     print(f"build_report (full estimate):     {full:,.0f}/s  ({full / base:.2f}x baseline)")

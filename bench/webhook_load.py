@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
 import os
 import shutil
@@ -34,16 +33,32 @@ ROOT = Path(__file__).resolve().parents[1]
 def review(obj: dict, path_kind: str = "deployments") -> dict:
     meta = obj["metadata"]
     group, _, version = obj["apiVersion"].rpartition("/")
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": str(uuid.uuid4()), "kind": {"group": group, "version": version, "kind": obj["kind"]},
-        "resource": {"group": group, "version": version, "resource": path_kind},
-        "requestKind": {"group": group, "version": version, "kind": obj["kind"]},
-        "requestResource": {"group": group, "version": version, "resource": path_kind},
-        "name": meta["name"], "namespace": meta.get("namespace", "default"), "operation": "CREATE",
-        "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
-        "object": obj, "oldObject": None, "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions",
-                    "fieldManager": "kubectl-client-side-apply"}}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": group, "version": version, "kind": obj["kind"]},
+            "resource": {"group": group, "version": version, "resource": path_kind},
+            "requestKind": {"group": group, "version": version, "kind": obj["kind"]},
+            "requestResource": {"group": group, "version": version, "resource": path_kind},
+            "name": meta["name"],
+            "namespace": meta.get("namespace", "default"),
+            "operation": "CREATE",
+            "userInfo": {
+                "username": "kubernetes-admin",
+                "groups": ["system:masters", "system:authenticated"],
+            },
+            "object": obj,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {
+                "apiVersion": "meta.k8s.io/v1",
+                "kind": "CreateOptions",
+                "fieldManager": "kubectl-client-side-apply",
+            },
+        },
+    }
 
 
 def as_applied(obj: dict) -> dict:
@@ -51,25 +66,62 @@ def as_applied(obj: dict) -> dict:
     last-applied-configuration annotation and a managedFields entry (3-5 KB reviews)."""
     out = json.loads(json.dumps(obj))
     meta = out["metadata"]
-    meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = \
+    meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = (
         json.dumps(obj, separators=(",", ":"))
-    meta.update({"uid": str(uuid.uuid4()), "creationTimestamp": None, "generation": 1,
-                 "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update",
-                                    "apiVersion": out["apiVersion"], "time": "2026-11-30T08:00:00Z",
-                                    "fieldsType": "FieldsV1",
-                                    "fieldsV1": {"f:metadata": {"f:annotations": {".": {}}},
-                                                 "f:spec": {"f:replicas": {}, "f:selector": {},
-                                                            "f:template": {"f:spec": {}}}}}]})
+    )
+    meta.update(
+        {
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": None,
+            "generation": 1,
+            "managedFields": [
+                {
+                    "manager": "kubectl-client-side-apply",
+                    "operation": "Update",
+                    "apiVersion": out["apiVersion"],
+                    "time": "2026-11-30T08:00:00Z",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {
+                        "f:metadata": {"f:annotations": {".": {}}},
+                        "f:spec": {
+                            "f:replicas": {},
+                            "f:selector": {},
+                            "f:template": {"f:spec": {}},
+                        },
+                    },
+                }
+            ],
+        }
+    )
     spec = out["spec"]
-    spec.update({"progressDeadlineSeconds": 600, "revisionHistoryLimit": 10,
-                 "strategy": {"type": "RollingUpdate",
-                              "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}})
+    spec.update(
+        {
+            "progressDeadlineSeconds": 600,
+            "revisionHistoryLimit": 10,
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+            },
+        }
+    )
     pod = spec["template"]["spec"]
-    pod.update({"dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName":
-                "default-scheduler", "securityContext": {}, "terminationGracePeriodSeconds": 30})
+    pod.update(
+        {
+            "dnsPolicy": "ClusterFirst",
+            "restartPolicy": "Always",
+            "schedulerName": "default-scheduler",
+            "securityContext": {},
+            "terminationGracePeriodSeconds": 30,
+        }
+    )
     for c in pod["containers"]:
-        c.update({"imagePullPolicy": "IfNotPresent", "terminationMessagePath":
-                  "/dev/termination-log", "terminationMessagePolicy": "File"})
+        c.update(
+            {
+                "imagePullPolicy": "IfNotPresent",
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+            }
+        )
     return out
 
 
@@ -78,14 +130,16 @@ def payloads() -> dict[str, bytes]:
     vllm["metadata"]["labels"] = {"app.kubernetes.io/name": "qwen3-lora-cpu", "team": "ml-platform"}
     nginx = yaml.safe_load((ROOT / "examples/08-nginx-deployment.yaml").read_text())
     vllm, nginx = as_applied(vllm), as_applied(nginx)
-    return {"vllm (mutated)": json.dumps(review(vllm)).encode(),
-            "nginx (not vLLM)": json.dumps(review(nginx)).encode()}
+    return {
+        "vllm (mutated)": json.dumps(review(vllm)).encode(),
+        "nginx (not vLLM)": json.dumps(review(nginx)).encode(),
+    }
 
 
 def start_server(kind: str, port: int, cert_dir: Path) -> subprocess.Popen:
     cmd = [sys.executable, str(ROOT / "bench/_serve.py"), kind, str(port), str(cert_dir)]
     if shutil.which("taskset"):
-        cmd = ["taskset", "-c", "0"] + cmd
+        cmd = ["taskset", "-c", "0", *cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     line = proc.stdout.readline()
     if "ready" not in line:
@@ -94,41 +148,56 @@ def start_server(kind: str, port: int, cert_dir: Path) -> subprocess.Popen:
     return proc
 
 
-async def saturate(url: str, body: bytes, ssl_ctx, seconds: float, concurrency: int = 32,
-                   max_requests: int = 200_000) -> tuple[float, int]:
+async def saturate(
+    url: str,
+    body: bytes,
+    ssl_ctx,
+    seconds: float,
+    concurrency: int = 32,
+    max_requests: int = 200_000,
+) -> tuple[float, int]:
     """Closed loop: `concurrency` clients back to back; returns (reviews/s, errors)."""
     done = errors = 0
     deadline = time.perf_counter() + seconds
     conn = aiohttp.TCPConnector(ssl=ssl_ctx, limit=concurrency)
     async with aiohttp.ClientSession(connector=conn) as session:
+
         async def worker() -> None:
             nonlocal done, errors
             while time.perf_counter() < deadline and done < max_requests:
-                async with session.post(url, data=body,
-                                        headers={"Content-Type": "application/json"}) as r:
+                async with session.post(
+                    url, data=body, headers={"Content-Type": "application/json"}
+                ) as r:
                     await r.read()
                     if r.status != 200:
                         errors += 1
                 done += 1
+
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         return done / (time.perf_counter() - start), errors
 
 
-async def paced(url: str, body: bytes, ssl_ctx, rate: float, seconds: float) -> tuple[float, float, int]:
+async def paced(
+    url: str, body: bytes, ssl_ctx, rate: float, seconds: float
+) -> tuple[float, float, int]:
     """Open loop at a fixed rate; returns (p50 ms, p99 ms, errors)."""
     latencies: list[float] = []
     errors = 0
     conn = aiohttp.TCPConnector(ssl=ssl_ctx, limit=256)
     async with aiohttp.ClientSession(connector=conn) as session:
+
         async def one() -> None:
             nonlocal errors
             t0 = time.perf_counter()
-            async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as r:
+            async with session.post(
+                url, data=body, headers={"Content-Type": "application/json"}
+            ) as r:
                 await r.read()
                 if r.status != 200:
                     errors += 1
             latencies.append((time.perf_counter() - t0) * 1000)
+
         tasks = []
         start = time.perf_counter()
         n = int(rate * seconds)
@@ -155,7 +224,7 @@ async def main() -> None:
     write_certificates(cert_dir, generate_self_signed("bench", "bench", ip_addresses=["127.0.0.1"]))
     ssl_ctx = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
     bodies = payloads()
-    print(f"payload sizes: " + ", ".join(f"{k} {len(v)} B" for k, v in bodies.items()))
+    print("payload sizes: " + ", ".join(f"{k} {len(v)} B" for k, v in bodies.items()))
     results = {}
     for kind, port in (("bare", 18443), ("vllm-sizer", 18444)):
         proc = start_server(kind, port, cert_dir)
@@ -170,7 +239,9 @@ async def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-    print(f"\n| server | payload | max reviews/s (1 core) | p50 ms @{args.rate:g}/s | p99 ms @{args.rate:g}/s | errors |")
+    print(
+        f"\n| server | payload | max reviews/s (1 core) | p50 ms @{args.rate:g}/s | p99 ms @{args.rate:g}/s | errors |"
+    )
     print("|---|---|---|---|---|---|")
     for (kind, name), (rps, err, p50, p99) in results.items():
         print(f"| {kind} | {name} | {rps:,.0f} | {p50:.1f} | {p99:.1f} | {err} |")

@@ -4,6 +4,7 @@ Prints phase markers `@@CALIB <phase> <json>` on stdout and, when the spec asks
 for handshakes, waits for a line on stdin after each so the parent can read and
 reset the cgroup peak between phases. Only this module imports vLLM.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,10 +44,11 @@ def main(spec_path: str) -> int:
     import torch
     import vllm
     from vllm import LLM, SamplingParams
+
     try:
         from vllm.inputs import TokensPrompt
     except ImportError:  # older layouts
-        from vllm.inputs.data import TokensPrompt  # type: ignore
+        from vllm.inputs.data import TokensPrompt
     from vllm.lora.request import LoRARequest
 
     mark("imported", hs, vllm_version=vllm.__version__, torch_version=torch.__version__)
@@ -62,8 +64,11 @@ def main(spec_path: str) -> int:
         seed=0,
     )
     if spec.get("lora"):
-        kwargs.update(enable_lora=True, max_lora_rank=int(spec["rank"]),
-                      max_loras=int(spec.get("max_loras", 1)))
+        kwargs.update(
+            enable_lora=True,
+            max_lora_rank=int(spec["rank"]),
+            max_loras=int(spec.get("max_loras", 1)),
+        )
     kwargs.update(spec.get("extra_llm_kwargs") or {})
     llm = LLM(**kwargs)
     mark("init", hs)
@@ -75,14 +80,19 @@ def main(spec_path: str) -> int:
         mark("adapter", hs, added=bool(ok))
 
     import random
+
     rng = random.Random(1234)
     vocab = int(spec["vocab_size"])
     prompts = []
     for _ in range(int(spec["num_prompts"])):
         ids = [rng.randrange(1, vocab - 2) for _ in range(int(spec["prompt_tokens"]))]
         prompts.append(TokensPrompt(prompt_token_ids=ids))
-    sp = SamplingParams(max_tokens=int(spec.get("max_tokens", 1)), temperature=0.0,
-                        ignore_eos=True, detokenize=False)
+    sp = SamplingParams(
+        max_tokens=int(spec.get("max_tokens", 1)),
+        temperature=0.0,
+        ignore_eos=True,
+        detokenize=False,
+    )
     t0 = time.time()
     outs = llm.generate(prompts, sp, lora_request=lora_req, use_tqdm=False)
     dt = time.time() - t0

@@ -3,18 +3,18 @@
 All parsing is in small pure functions so tests can point them at a fake
 cgroup directory.
 """
+
 from __future__ import annotations
 
 import os
 import signal
 import time
-from typing import Dict, List, Optional
 
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
 
 
-def read_int(path: str) -> Optional[int]:
+def read_int(path: str) -> int | None:
     try:
         with open(path) as f:
             s = f.read().strip()
@@ -28,9 +28,9 @@ def read_int(path: str) -> Optional[int]:
         return None
 
 
-def parse_kv_file(text: str) -> Dict[str, int]:
+def parse_kv_file(text: str) -> dict[str, int]:
     """memory.stat / memory.oom_control / memory.events: 'key value' lines."""
-    out: Dict[str, int] = {}
+    out: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 2:
@@ -41,7 +41,7 @@ def parse_kv_file(text: str) -> Dict[str, int]:
     return out
 
 
-def read_kv(path: str) -> Dict[str, int]:
+def read_kv(path: str) -> dict[str, int]:
     try:
         with open(path) as f:
             return parse_kv_file(f.read())
@@ -49,9 +49,9 @@ def read_kv(path: str) -> Dict[str, int]:
         return {}
 
 
-def parse_proc_cgroup(text: str) -> Dict[str, str]:
+def parse_proc_cgroup(text: str) -> dict[str, str]:
     """/proc/<pid>/cgroup -> {controller: path}; the v2 line is under key ''."""
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
@@ -65,7 +65,7 @@ def parse_proc_cgroup(text: str) -> Dict[str, str]:
     return out
 
 
-def parse_vm_hwm(status_text: str) -> Optional[int]:
+def parse_vm_hwm(status_text: str) -> int | None:
     """VmHWM from /proc/<pid>/status, in bytes."""
     for line in status_text.splitlines():
         if line.startswith("VmHWM:"):
@@ -74,7 +74,7 @@ def parse_vm_hwm(status_text: str) -> Optional[int]:
     return None
 
 
-def vm_hwm(pid: int) -> Optional[int]:
+def vm_hwm(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/status") as f:
             return parse_vm_hwm(f.read())
@@ -84,8 +84,9 @@ def vm_hwm(pid: int) -> Optional[int]:
 
 def detect_version(v1_root: str = V1_ROOT, v2_root: str = V2_ROOT) -> str:
     """'v1', 'v2' or 'none' (no writable memory cgroup)."""
-    if os.path.exists(os.path.join(v1_root, "memory.max_usage_in_bytes")) or \
-            os.path.exists(os.path.join(v1_root, "memory.limit_in_bytes")):
+    if os.path.exists(os.path.join(v1_root, "memory.max_usage_in_bytes")) or os.path.exists(
+        os.path.join(v1_root, "memory.limit_in_bytes")
+    ):
         return "v1"
     if os.path.exists(os.path.join(v2_root, "cgroup.controllers")):
         with open(os.path.join(v2_root, "cgroup.controllers")) as f:
@@ -94,8 +95,12 @@ def detect_version(v1_root: str = V1_ROOT, v2_root: str = V2_ROOT) -> str:
     return "none"
 
 
-def own_cgroup_dir(version: str, v1_root: str = V1_ROOT, v2_root: str = V2_ROOT,
-                   proc_cgroup_text: Optional[str] = None) -> str:
+def own_cgroup_dir(
+    version: str,
+    v1_root: str = V1_ROOT,
+    v2_root: str = V2_ROOT,
+    proc_cgroup_text: str | None = None,
+) -> str:
     """This process's memory cgroup directory (new cgroups are nested under it, so a
     run stays inside whatever cgroup the caller lives in)."""
     if proc_cgroup_text is None:
@@ -124,8 +129,13 @@ class MemCgroup:
         return os.path.join(self.path, name)
 
     @classmethod
-    def create(cls, name: str, limit_bytes: Optional[int], version: Optional[str] = None,
-               parent: Optional[str] = None) -> "MemCgroup":
+    def create(
+        cls,
+        name: str,
+        limit_bytes: int | None,
+        version: str | None = None,
+        parent: str | None = None,
+    ) -> MemCgroup:
         version = version or detect_version()
         if version == "none":
             raise OSError("no memory cgroup available")
@@ -158,20 +168,22 @@ class MemCgroup:
     def add_pid(self, pid: int) -> None:
         self._write("cgroup.procs", str(pid))
 
-    def pids(self) -> List[int]:
+    def pids(self) -> list[int]:
         try:
             with open(self._f("cgroup.procs")) as f:
                 return [int(x) for x in f.read().split()]
         except OSError:
             return []
 
-    def usage(self) -> Optional[int]:
-        return read_int(self._f("memory.usage_in_bytes" if self.version == "v1"
-                                else "memory.current"))
+    def usage(self) -> int | None:
+        return read_int(
+            self._f("memory.usage_in_bytes" if self.version == "v1" else "memory.current")
+        )
 
-    def peak(self) -> Optional[int]:
-        return read_int(self._f("memory.max_usage_in_bytes" if self.version == "v1"
-                                else "memory.peak"))
+    def peak(self) -> int | None:
+        return read_int(
+            self._f("memory.max_usage_in_bytes" if self.version == "v1" else "memory.peak")
+        )
 
     def reset_peak(self) -> bool:
         """v1: write 0 to max_usage_in_bytes (resets to current usage). v2 (6.12+):
@@ -186,11 +198,10 @@ class MemCgroup:
                 return False
         return False
 
-    def limit(self) -> Optional[int]:
-        return read_int(self._f("memory.limit_in_bytes" if self.version == "v1"
-                                else "memory.max"))
+    def limit(self) -> int | None:
+        return read_int(self._f("memory.limit_in_bytes" if self.version == "v1" else "memory.max"))
 
-    def stat(self) -> Dict[str, int]:
+    def stat(self) -> dict[str, int]:
         return read_kv(self._f("memory.stat"))
 
     def oom_kills(self) -> int:
@@ -203,7 +214,7 @@ class MemCgroup:
             return n
         return read_kv(self._f("memory.events")).get("oom_kill", 0)
 
-    def rss_bytes(self, stat: Optional[Dict[str, int]] = None) -> Optional[int]:
+    def rss_bytes(self, stat: dict[str, int] | None = None) -> int | None:
         s = stat if stat is not None else self.stat()
         if self.version == "v1":
             return s.get("total_rss", s.get("rss"))

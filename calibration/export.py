@@ -29,6 +29,7 @@ state to commit while the estimator's model cannot take the measured rows yet.
 The output is deterministic (rows sorted, no timestamps), so re-running on an
 unchanged CSV changes nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,7 @@ import json
 import math
 import os
 import sys
-from typing import Dict, List, Optional, Tuple
+from pathlib import Path
 
 from .results import read_rows
 from .summarize import _mean_row, twin_key
@@ -52,7 +53,9 @@ GIB = 1 << 30
 ENVELOPE_ROUND_TO = 64 * 1024**2  # finer than ROUND_TO: the slope already carries the size
 ROUND_TO = 256 * MIB
 
-GENERATED_BY = "calibration/export.py from calibration/measurements.csv and calibration/published.json"
+GENERATED_BY = (
+    "calibration/export.py from calibration/measurements.csv and calibration/published.json"
+)
 DESCRIPTION = (
     "CPU LoRA prefill scratch calibration rows. difference_bytes = cgroup peak with LoRA on minus "
     "peak with LoRA off at the same max_num_batched_tokens (kind 'measured'), or, for kind 'floor', "
@@ -62,36 +65,38 @@ DESCRIPTION = (
     "(calibration/published.json), copied verbatim. cpu_runtime_overhead is the host memory of the "
     "vLLM processes beyond weights, checkpoint page cache and KV cache, from the LoRA-off runs. "
     "GENERATED FILE: edit calibration/measurements.csv or calibration/published.json and run "
-    "python -m calibration.export.")
+    "python -m calibration.export."
+)
 
 MODEL_TYPES = {"Qwen3ForCausalLM": "qwen3", "LlamaForCausalLM": "llama"}
 
 
 # ---------------------------------------------------------------------------- reading
 
-def _int(v) -> Optional[int]:
+
+def _int(v) -> int | None:
     try:
         return int(float(v))
     except (TypeError, ValueError):
         return None
 
 
-def _float(v) -> Optional[float]:
+def _float(v) -> float | None:
     try:
         return float(v)
     except (TypeError, ValueError):
         return None
 
 
-def is_lora(r: Dict[str, str]) -> bool:
+def is_lora(r: dict[str, str]) -> bool:
     return str(r.get("lora", "")).strip().lower() in ("true", "1")
 
 
-def is_off(r: Dict[str, str]) -> bool:
+def is_off(r: dict[str, str]) -> bool:
     return str(r.get("lora", "")).strip().lower() in ("false", "0")
 
 
-def tokens_in_step(r: Dict[str, str]) -> int:
+def tokens_in_step(r: dict[str, str]) -> int:
     """Tokens the first (prefill) step actually holds: the prompts scheduled together
     (at most max_num_seqs of them), capped by max_num_batched_tokens."""
     t = _int(r.get("max_num_batched_tokens")) or 0
@@ -102,7 +107,7 @@ def tokens_in_step(r: Dict[str, str]) -> int:
     return int(min(t, min(n, s) * each))
 
 
-def is_logits_experiment(r: Dict[str, str]) -> bool:
+def is_logits_experiment(r: dict[str, str]) -> bool:
     """The lm_head logits-gather experiment, not a prefill-scratch row: several sequences
     sampled in one step, or short prompts that leave the step far below T."""
     s = _int(r.get("max_num_seqs")) or 1
@@ -110,7 +115,7 @@ def is_logits_experiment(r: Dict[str, str]) -> bool:
     return s > 1 or tokens_in_step(r) < t
 
 
-def geometry_of(r: Dict[str, str]) -> dict:
+def geometry_of(r: dict[str, str]) -> dict:
     arch = r.get("architecture", "")
     return {
         "model": f"{r['preset']} geometry, random weights (calibration/factory.py)",
@@ -129,9 +134,10 @@ def geometry_of(r: Dict[str, str]) -> dict:
 
 # ---------------------------------------------------------------------------- pairing
 
-def off_twins(rows: List[Dict[str, str]]) -> Dict[tuple, Tuple[Dict[str, str], List[str]]]:
+
+def off_twins(rows: list[dict[str, str]]) -> dict[tuple, tuple[dict[str, str], list[str]]]:
     """twin_key -> (averaged LoRA-off row, run ids averaged), as calibration.summarize pairs."""
-    groups: Dict[tuple, List[Dict[str, str]]] = {}
+    groups: dict[tuple, list[dict[str, str]]] = {}
     for r in rows:
         if r.get("outcome") == "ok" and is_off(r) and _int(r.get("peak_bytes")):
             groups.setdefault(twin_key(r), []).append(r)
@@ -142,7 +148,7 @@ def off_twins(rows: List[Dict[str, str]]) -> Dict[tuple, Tuple[Dict[str, str], L
     return out
 
 
-def pairs(rows: List[Dict[str, str]]) -> List[dict]:
+def pairs(rows: list[dict[str, str]]) -> list[dict]:
     """Every LoRA-on run with outcome ok or oom that has a LoRA-off twin:
     {"on": row, "off": averaged off row, "off_ids": [...], "kind", "difference_bytes",
      "tokens", "logits_experiment"}. Unpaired / error / timeout runs are left out."""
@@ -166,13 +172,21 @@ def pairs(rows: List[Dict[str, str]]) -> List[dict]:
             if not cap:
                 continue
             kind, diff = "floor", cap - off_peak
-        out.append({"on": r, "off": off, "off_ids": off_ids, "kind": kind,
-                    "difference_bytes": diff, "tokens": tokens_in_step(r),
-                    "logits_experiment": is_logits_experiment(r)})
+        out.append(
+            {
+                "on": r,
+                "off": off,
+                "off_ids": off_ids,
+                "kind": kind,
+                "difference_bytes": diff,
+                "tokens": tokens_in_step(r),
+                "logits_experiment": is_logits_experiment(r),
+            }
+        )
     return out
 
 
-def unpaired(rows: List[Dict[str, str]]) -> List[Tuple[str, str]]:
+def unpaired(rows: list[dict[str, str]]) -> list[tuple[str, str]]:
     """(run_id, reason) of LoRA-on runs not exported, for the report."""
     twins = off_twins(rows)
     done = {r["run_id"] for r in rows if r.get("outcome") in ("ok", "oom")}
@@ -181,8 +195,13 @@ def unpaired(rows: List[Dict[str, str]]) -> List[Tuple[str, str]]:
         if not is_lora(r):
             continue
         if r.get("outcome") not in ("ok", "oom"):
-            out.append((r["run_id"], f"outcome {r.get('outcome')}"
-                        + (", measured again later" if r["run_id"] in done else "")))
+            out.append(
+                (
+                    r["run_id"],
+                    f"outcome {r.get('outcome')}"
+                    + (", measured again later" if r["run_id"] in done else ""),
+                )
+            )
         elif twin_key(r) not in twins:
             out.append((r["run_id"], "no LoRA-off twin (yet)"))
     return out
@@ -192,23 +211,28 @@ def export_row(p: dict) -> dict:
     r, off = p["on"], p["off"]
     off_peak = int(off["peak_bytes"])
     n_off = len(p["off_ids"])
-    off_desc = (f"LoRA-off peak {off_peak / MIB:.0f} MiB"
-                + (f" (mean of {n_off} runs)" if n_off > 1 else ""))
-    setup = (f"max_num_seqs={r['max_num_seqs']}, one prompt of {p['tokens']} tokens, "
-             f"VLLM_CPU_KVCACHE_SPACE={_float(r['kv_space_gib']):g} GiB, {r['dtype']}, "
-             f"enforce_eager, OMP bind {r.get('omp_bind') or 'auto'}; {r['method']}")
+    off_desc = f"LoRA-off peak {off_peak / MIB:.0f} MiB" + (
+        f" (mean of {n_off} runs)" if n_off > 1 else ""
+    )
+    setup = (
+        f"max_num_seqs={r['max_num_seqs']}, one prompt of {p['tokens']} tokens, "
+        f"VLLM_CPU_KVCACHE_SPACE={_float(r['kv_space_gib']):g} GiB, {r['dtype']}, "
+        f"enforce_eager, OMP bind {r.get('omp_bind') or 'auto'}; {r['method']}"
+    )
     if p["kind"] == "measured":
         on_peak = int(r["peak_bytes"])
         method = f"LoRA-on peak {on_peak / MIB:.0f} MiB minus {off_desc}, {setup}"
     else:
         on_peak = None
         cap = int(r["cap_bytes"])
-        method = (f"LoRA-on run OOM-killed at a {cap / MIB:.0f} MiB cgroup cap; {off_desc}; the "
-                  f"difference is more than cap minus the off peak; {setup}")
+        method = (
+            f"LoRA-on run OOM-killed at a {cap / MIB:.0f} MiB cgroup cap; {off_desc}; the "
+            f"difference is more than cap minus the off peak; {setup}"
+        )
     out = {
         "id": f"calib-{r['run_id']}",
         "source": f"calibration/measurements.csv run {r['run_id']} (+ off twin "
-                  f"{', '.join(p['off_ids'])})",
+        f"{', '.join(p['off_ids'])})",
         "run_id": r["run_id"],
         "off_run_ids": list(p["off_ids"]),
         "date": r.get("date", ""),
@@ -237,11 +261,12 @@ def export_row(p: dict) -> dict:
     # The estimator builds its curve from "fit" rows; "validation" rows (other rank, layer
     # count or geometry) are held back and only guard their own configuration.
     from .fit import is_training
+
     out["role"] = "fit" if is_training(out) else "validation"
     return out
 
 
-def measured_rows(rows: List[Dict[str, str]]) -> List[dict]:
+def measured_rows(rows: list[dict[str, str]]) -> list[dict]:
     """Exported prefill rows (lm_head experiment excluded), in CSV order. A run id that
     appears more than once with a result keeps its first row's id; later ones get -2, -3."""
     out, seen = [], {}
@@ -258,11 +283,13 @@ def measured_rows(rows: List[Dict[str, str]]) -> List[dict]:
 
 # ---------------------------------------------------------------------------- runtime
 
-def weights_bytes(r: Dict[str, str]) -> int:
+
+def weights_bytes(r: dict[str, str]) -> int:
     """Bytes of the checkpoint's tensors: calibration/factory.py writes every tensor of the
     architecture (tied embeddings: no lm_head tensor) as bf16, so this is both the weights
     vLLM holds and, up to the safetensors JSON header (tens of KiB), the file size."""
     from .factory import get_preset, model_tensor_shapes
+
     layers = _int(r.get("num_layers"))
     g = get_preset(r["preset"], layers)
     return 2 * sum(math.prod(s) for s in model_tensor_shapes(g).values())
@@ -280,10 +307,11 @@ RUNTIME_METHOD = (
     "request peak the forward pass's activations (which the estimator also counts separately, so "
     "this errs high). The residual grows with the model, so the constant is an upper envelope "
     "a + b x weights: b from a least-squares line through the largest residual of each model "
-    "size, a raised until no run lies above the line and rounded up to 64 MiB.")
+    "size, a raised until no run lies above the line and rounded up to 64 MiB."
+)
 
 
-def runtime_overhead(rows: List[Dict[str, str]]) -> Optional[dict]:
+def runtime_overhead(rows: list[dict[str, str]]) -> dict | None:
     per_row = []
     for r in rows:
         if not is_off(r) or r.get("outcome") != "ok":
@@ -292,7 +320,7 @@ def runtime_overhead(rows: List[Dict[str, str]]) -> Optional[dict]:
         if not peak:
             continue
         w = weights_bytes(r)
-        kv = int(round((_float(r.get("kv_space_gib")) or 0) * GIB))
+        kv = round((_float(r.get("kv_space_gib")) or 0) * GIB)
         per_row.append((r["run_id"], peak - w - w - kv, peak, w, kv))
     if not per_row:
         return None
@@ -302,7 +330,7 @@ def runtime_overhead(rows: List[Dict[str, str]]) -> Optional[dict]:
     # The residual grows with the model (loading transients, larger workspaces): an upper
     # envelope a + b·weights over the largest residual of each model size (b = 0 when one size
     # was measured), shifted up so that no run lies above it.
-    by_size: Dict[int, int] = {}
+    by_size: dict[int, int] = {}
     for _, v, _, w, _ in per_row:
         by_size[w] = max(v, by_size.get(w, v))
     sizes = sorted(by_size)
@@ -315,17 +343,24 @@ def runtime_overhead(rows: List[Dict[str, str]]) -> Optional[dict]:
     a = max(v - b * w for _, v, _, w, _ in per_row)
     rounded = int(math.ceil(a / ENVELOPE_ROUND_TO) * ENVELOPE_ROUND_TO)
     hosts = sorted({r.get("host", "") for r in rows if is_off(r) and r.get("outcome") == "ok"})
-    versions = sorted({f"vLLM {r.get('vllm_version')}, torch {r.get('torch_version')}"
-                       for r in rows if is_off(r) and r.get("outcome") == "ok"})
+    versions = sorted(
+        {
+            f"vLLM {r.get('vllm_version')}, torch {r.get('torch_version')}"
+            for r in rows
+            if is_off(r) and r.get("outcome") == "ok"
+        }
+    )
     return {
         "bytes": rounded,
         "per_weight_byte": round(b, 4),
         "kind": "measured",
-        "source": (f"calibration/measurements.csv: LoRA-off runs ({len(per_row)}), {'; '.join(versions)} "
-                   f"on {'; '.join(hosts)}; largest residual {worst[1] / MIB:.0f} MiB (run "
-                   f"{worst[0]}: peak {worst[2] / MIB:.0f} MiB - 2 x weights {worst[3] / MIB:.0f} "
-                   f"MiB - KV {worst[4] / MIB:.0f} MiB); envelope {rounded / MIB:.0f} MiB "
-                   f"+ {b:.3f} x weights over {len(sizes)} model size(s)"),
+        "source": (
+            f"calibration/measurements.csv: LoRA-off runs ({len(per_row)}), {'; '.join(versions)} "
+            f"on {'; '.join(hosts)}; largest residual {worst[1] / MIB:.0f} MiB (run "
+            f"{worst[0]}: peak {worst[2] / MIB:.0f} MiB - 2 x weights {worst[3] / MIB:.0f} "
+            f"MiB - KV {worst[4] / MIB:.0f} MiB); envelope {rounded / MIB:.0f} MiB "
+            f"+ {b:.3f} x weights over {len(sizes)} model size(s)"
+        ),
         "method": RUNTIME_METHOD,
         "max_residual_bytes": int(best),
         "rows": [rid for rid, *_ in per_row],
@@ -335,12 +370,20 @@ def runtime_overhead(rows: List[Dict[str, str]]) -> Optional[dict]:
 
 # ---------------------------------------------------------------------------- document
 
+
 def _sort_key(row: dict) -> tuple:
     g = row["geometry"]
-    return (0 if row["source"].startswith("calibration/") else -1,
-            row.get("build_family", ""), row.get("allocator", ""), g.get("hidden_size", 0),
-            g.get("num_layers", 0), row["max_lora_rank"], row["batched_tokens"],
-            row["kind"], row["id"])
+    return (
+        0 if row["source"].startswith("calibration/") else -1,
+        row.get("build_family", ""),
+        row.get("allocator", ""),
+        g.get("hidden_size", 0),
+        g.get("num_layers", 0),
+        row["max_lora_rank"],
+        row["batched_tokens"],
+        row["kind"],
+        row["id"],
+    )
 
 
 WITHHELD_REASON = (
@@ -348,11 +391,13 @@ WITHHELD_REASON = (
     "--withhold-csv-rows): with them the estimator's factor-over-mechanism model breaks "
     "tests/estimator/test_calibration_points.py (see calibration/REPORT.md, 'Effect on the "
     "estimator'). Only the published rows and cpu_runtime_overhead are in use; "
-    "python -m calibration.export without the flag writes every row.")
+    "python -m calibration.export without the flag writes every row."
+)
 
 
-def build_document(csv_rows: List[Dict[str, str]], published: dict,
-                   withhold_csv_rows: bool = False) -> dict:
+def build_document(
+    csv_rows: list[dict[str, str]], published: dict, withhold_csv_rows: bool = False
+) -> dict:
     rows = list(published["rows"]) + ([] if withhold_csv_rows else measured_rows(csv_rows))
     ids = [r["id"] for r in rows]
     dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -377,10 +422,12 @@ def load_published(path: str = PUBLISHED_PATH) -> dict:
         return json.load(f)
 
 
-def generate(csv_path: str = CSV_PATH, published_path: str = PUBLISHED_PATH,
-             withhold_csv_rows: bool = False) -> str:
-    return render(build_document(read_rows(csv_path), load_published(published_path),
-                                 withhold_csv_rows))
+def generate(
+    csv_path: str = CSV_PATH, published_path: str = PUBLISHED_PATH, withhold_csv_rows: bool = False
+) -> str:
+    return render(
+        build_document(read_rows(csv_path), load_published(published_path), withhold_csv_rows)
+    )
 
 
 def _withheld(path: str) -> bool:
@@ -393,22 +440,30 @@ def _withheld(path: str) -> bool:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibration.export")
-    ap.add_argument("--check", action="store_true",
-                    help="exit 1 if the package JSON is not what the inputs generate")
-    ap.add_argument("--withhold-csv-rows", action="store_true",
-                    help="write only the published rows (+ cpu_runtime_overhead) and mark the "
-                         "file so; --check then keeps that mode")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if the package JSON is not what the inputs generate",
+    )
+    ap.add_argument(
+        "--withhold-csv-rows",
+        action="store_true",
+        help="write only the published rows (+ cpu_runtime_overhead) and mark the "
+        "file so; --check then keeps that mode",
+    )
     ap.add_argument("--csv", default=CSV_PATH)
     ap.add_argument("--published", default=PUBLISHED_PATH)
     ap.add_argument("--out", default=OUT_PATH)
     args = ap.parse_args(argv)
     withhold = args.withhold_csv_rows or (args.check and _withheld(args.out))
     text = generate(args.csv, args.published, withhold)
-    current = open(args.out).read() if os.path.exists(args.out) else None
+    current = Path(args.out).read_text() if os.path.exists(args.out) else None
     if args.check:
         if current != text:
-            print(f"{os.path.relpath(args.out)} is out of date: run python -m calibration.export",
-                  file=sys.stderr)
+            print(
+                f"{os.path.relpath(args.out)} is out of date: run python -m calibration.export",
+                file=sys.stderr,
+            )
             return 1
         print(f"{os.path.relpath(args.out)} is up to date")
         return 0
@@ -417,10 +472,15 @@ def main(argv=None) -> int:
             f.write(text)
     doc = json.loads(text)
     n = {k: sum(1 for r in doc["rows"] if r["kind"] == k) for k in ("measured", "floor")}
-    print(f"wrote {os.path.relpath(args.out)}: {len(doc['rows'])} rows "
-          f"({n['measured']} measured, {n['floor']} floor)"
-          + (f", cpu_runtime_overhead {doc['cpu_runtime_overhead']['bytes'] / MIB:.0f} MiB"
-             if "cpu_runtime_overhead" in doc else ""))
+    print(
+        f"wrote {os.path.relpath(args.out)}: {len(doc['rows'])} rows "
+        f"({n['measured']} measured, {n['floor']} floor)"
+        + (
+            f", cpu_runtime_overhead {doc['cpu_runtime_overhead']['bytes'] / MIB:.0f} MiB"
+            if "cpu_runtime_overhead" in doc
+            else ""
+        )
+    )
     return 0
 
 

@@ -7,6 +7,7 @@ header, raw little-endian data), bf16 by rounding float32 to its top 16 bits.
     python -m calibration.factory model  OUT_DIR --preset qwen3-0.6b [--layers 7]
     python -m calibration.factory adapter OUT_DIR --preset qwen3-0.6b --rank 256
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,28 +15,36 @@ import dataclasses
 import json
 import os
 import struct
-from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 __all__ = [
-    "Geometry",
-    "PRESETS",
-    "get_preset",
-    "model_tensor_shapes",
-    "adapter_tensor_shapes",
-    "write_safetensors",
-    "read_safetensors_header",
-    "load_safetensors",
-    "make_model",
-    "make_adapter",
-    "make_tokenizer",
     "DEFAULT_TARGET_MODULES",
+    "PRESETS",
+    "Geometry",
+    "adapter_tensor_shapes",
+    "get_preset",
+    "load_safetensors",
+    "make_adapter",
+    "make_model",
+    "make_tokenizer",
+    "model_tensor_shapes",
+    "read_safetensors_header",
+    "write_safetensors",
 ]
 
-DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj",
-                          "gate_proj", "up_proj", "down_proj")
+DEFAULT_TARGET_MODULES = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+)
 
 
 @dataclass(frozen=True)
@@ -73,11 +82,12 @@ class Geometry:
         """max(hidden, heads*head_dim, intermediate): the W of 6*T*R*W."""
         return max(self.hidden_size, self.q_width, self.intermediate_size)
 
-    def with_layers(self, layers: Optional[int]) -> "Geometry":
+    def with_layers(self, layers: int | None) -> Geometry:
         if layers is None or layers == self.num_hidden_layers:
             return self
-        return dataclasses.replace(self, num_hidden_layers=int(layers),
-                                   name=f"{self.name}-L{layers}" if self.name else "")
+        return dataclasses.replace(
+            self, num_hidden_layers=int(layers), name=f"{self.name}-L{layers}" if self.name else ""
+        )
 
     def config_dict(self) -> dict:
         cfg = {
@@ -105,28 +115,47 @@ class Geometry:
             "eos_token_id": self.vocab_size - 1,
         }
         if self.model_type == "qwen3":
-            cfg.update({"use_sliding_window": False, "sliding_window": None,
-                        "max_window_layers": self.num_hidden_layers})
+            cfg.update(
+                {
+                    "use_sliding_window": False,
+                    "sliding_window": None,
+                    "max_window_layers": self.num_hidden_layers,
+                }
+            )
         else:
             cfg.update({"mlp_bias": False, "pretraining_tp": 1})
         return cfg
 
 
-PRESETS: Dict[str, Geometry] = {
+PRESETS: dict[str, Geometry] = {
     # Qwen/Qwen3-0.6B config.json
-    "qwen3-0.6b": Geometry("Qwen3ForCausalLM", 1024, 3072, 28, 16, 8, 128, 151936, True,
-                           name="qwen3-0.6b"),
+    "qwen3-0.6b": Geometry(
+        "Qwen3ForCausalLM", 1024, 3072, 28, 16, 8, 128, 151936, True, name="qwen3-0.6b"
+    ),
     # Qwen/Qwen3-1.7B config.json
-    "qwen3-1.7b": Geometry("Qwen3ForCausalLM", 2048, 6144, 28, 16, 8, 128, 151936, True,
-                           name="qwen3-1.7b"),
+    "qwen3-1.7b": Geometry(
+        "Qwen3ForCausalLM", 2048, 6144, 28, 16, 8, 128, 151936, True, name="qwen3-1.7b"
+    ),
     # meta-llama/Llama-3.2-1B config.json (rope scaling omitted: no effect on memory)
-    "llama-3.2-1b": Geometry("LlamaForCausalLM", 2048, 8192, 16, 32, 8, 64, 128256, True,
-                             max_position_embeddings=131072, rope_theta=500000.0,
-                             rms_norm_eps=1e-5, name="llama-3.2-1b"),
+    "llama-3.2-1b": Geometry(
+        "LlamaForCausalLM",
+        2048,
+        8192,
+        16,
+        32,
+        8,
+        64,
+        128256,
+        True,
+        max_position_embeddings=131072,
+        rope_theta=500000.0,
+        rms_norm_eps=1e-5,
+        name="llama-3.2-1b",
+    ),
 }
 
 
-def get_preset(name: str, layers: Optional[int] = None) -> Geometry:
+def get_preset(name: str, layers: int | None = None) -> Geometry:
     try:
         g = PRESETS[name]
     except KeyError:
@@ -136,7 +165,8 @@ def get_preset(name: str, layers: Optional[int] = None) -> Geometry:
 
 # --------------------------------------------------------------------------- shapes
 
-def _layer_linear_shapes(g: Geometry) -> Dict[str, Tuple[int, int]]:
+
+def _layer_linear_shapes(g: Geometry) -> dict[str, tuple[int, int]]:
     """module name -> (out_features, in_features) for the LoRA-targetable linears."""
     h, i = g.hidden_size, g.intermediate_size
     return {
@@ -150,15 +180,22 @@ def _layer_linear_shapes(g: Geometry) -> Dict[str, Tuple[int, int]]:
     }
 
 
-_MODULE_PARENT = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn",
-                  "o_proj": "self_attn", "gate_proj": "mlp", "up_proj": "mlp",
-                  "down_proj": "mlp"}
+_MODULE_PARENT = {
+    "q_proj": "self_attn",
+    "k_proj": "self_attn",
+    "v_proj": "self_attn",
+    "o_proj": "self_attn",
+    "gate_proj": "mlp",
+    "up_proj": "mlp",
+    "down_proj": "mlp",
+}
 
 
-def model_tensor_shapes(g: Geometry) -> Dict[str, Tuple[int, ...]]:
+def model_tensor_shapes(g: Geometry) -> dict[str, tuple[int, ...]]:
     """Hugging Face parameter names -> shapes, in file order."""
-    shapes: Dict[str, Tuple[int, ...]] = {
-        "model.embed_tokens.weight": (g.vocab_size, g.hidden_size)}
+    shapes: dict[str, tuple[int, ...]] = {
+        "model.embed_tokens.weight": (g.vocab_size, g.hidden_size)
+    }
     lin = _layer_linear_shapes(g)
     for L in range(g.num_hidden_layers):
         p = f"model.layers.{L}."
@@ -177,15 +214,15 @@ def model_tensor_shapes(g: Geometry) -> Dict[str, Tuple[int, ...]]:
     return shapes
 
 
-def adapter_tensor_shapes(g: Geometry, rank: int,
-                          target_modules: Sequence[str] = DEFAULT_TARGET_MODULES
-                          ) -> Dict[str, Tuple[int, int]]:
+def adapter_tensor_shapes(
+    g: Geometry, rank: int, target_modules: Sequence[str] = DEFAULT_TARGET_MODULES
+) -> dict[str, tuple[int, int]]:
     """PEFT names (base_model.model.<hf name>.lora_A/B.weight) -> shapes."""
     lin = _layer_linear_shapes(g)
     unknown = [m for m in target_modules if m not in lin]
     if unknown:
         raise ValueError(f"unsupported target modules {unknown}; known {sorted(lin)}")
-    shapes: Dict[str, Tuple[int, int]] = {}
+    shapes: dict[str, tuple[int, int]] = {}
     for L in range(g.num_hidden_layers):
         for mod in target_modules:
             out_f, in_f = lin[mod]
@@ -212,10 +249,13 @@ def bf16_bits_to_float32(b: np.ndarray) -> np.ndarray:
     return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
-def write_safetensors(path: str, shapes: Dict[str, Tuple[int, ...]],
-                      producer: Iterable[Tuple[str, np.ndarray]],
-                      dtype: str = "BF16",
-                      metadata: Optional[Dict[str, str]] = None) -> int:
+def write_safetensors(
+    path: str,
+    shapes: dict[str, tuple[int, ...]],
+    producer: Iterable[tuple[str, np.ndarray]],
+    dtype: str = "BF16",
+    metadata: dict[str, str] | None = None,
+) -> int:
     """Stream tensors into a safetensors file.
 
     `shapes` fixes the header (name order = file order); `producer` yields
@@ -223,7 +263,7 @@ def write_safetensors(path: str, shapes: Dict[str, Tuple[int, ...]],
     (uint16 bit patterns for BF16). Returns the file size in bytes.
     """
     esize = _DTYPE_BYTES[dtype]
-    header: Dict[str, object] = {}
+    header: dict[str, object] = {}
     if metadata:
         header["__metadata__"] = dict(metadata)
     off = 0
@@ -241,12 +281,14 @@ def write_safetensors(path: str, shapes: Dict[str, Tuple[int, ...]],
         for name, arr in producer:
             ename, eshape = next(expected)
             if name != ename or tuple(arr.shape) != tuple(eshape):
-                raise ValueError(f"tensor order/shape mismatch: got {name}{arr.shape}, "
-                                 f"expected {ename}{eshape}")
+                raise ValueError(
+                    f"tensor order/shape mismatch: got {name}{arr.shape}, expected {ename}{eshape}"
+                )
             if arr.dtype.itemsize != esize:
                 raise ValueError(f"{name}: element size {arr.dtype.itemsize} != {esize}")
-            f.write(np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"),
-                                                     copy=False).tobytes())
+            f.write(
+                np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+            )
         leftover = next(expected, None)
         if leftover is not None:
             raise ValueError(f"producer stopped early; missing {leftover[0]}")
@@ -260,11 +302,16 @@ def read_safetensors_header(path: str) -> dict:
         return json.loads(f.read(n))
 
 
-def load_safetensors(path: str) -> Dict[str, np.ndarray]:
+def load_safetensors(path: str) -> dict[str, np.ndarray]:
     """Minimal reader (for tests): BF16 -> float32, others as numpy dtypes."""
     header = read_safetensors_header(path)
-    np_types = {"BF16": np.uint16, "F16": np.float16, "F32": np.float32,
-                "U16": np.uint16, "I64": np.int64}
+    np_types = {
+        "BF16": np.uint16,
+        "F16": np.float16,
+        "F32": np.float32,
+        "U16": np.uint16,
+        "I64": np.int64,
+    }
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         base = 8 + n
@@ -274,7 +321,9 @@ def load_safetensors(path: str) -> Dict[str, np.ndarray]:
                 continue
             a, b = info["data_offsets"]
             f.seek(base + a)
-            raw = np.frombuffer(f.read(b - a), dtype=np.dtype(np_types[info["dtype"]]).newbyteorder("<"))
+            raw = np.frombuffer(
+                f.read(b - a), dtype=np.dtype(np_types[info["dtype"]]).newbyteorder("<")
+            )
             raw = raw.reshape(info["shape"])
             out[name] = bf16_bits_to_float32(raw) if info["dtype"] == "BF16" else raw
         return out
@@ -282,8 +331,10 @@ def load_safetensors(path: str) -> Dict[str, np.ndarray]:
 
 # --------------------------------------------------------------------------- random data
 
-def _random_bf16(rng: np.random.Generator, shape: Tuple[int, ...], std: float,
-                 chunk: int = 1 << 24) -> np.ndarray:
+
+def _random_bf16(
+    rng: np.random.Generator, shape: tuple[int, ...], std: float, chunk: int = 1 << 24
+) -> np.ndarray:
     """Normal(0, std) in bf16 bits, generated in chunks to bound float32 memory."""
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, dtype=np.uint16)
@@ -298,8 +349,9 @@ def _random_bf16(rng: np.random.Generator, shape: Tuple[int, ...], std: float,
 _ONE_BF16 = np.uint16(0x3F80)
 
 
-def _model_producer(g: Geometry, shapes: Dict[str, Tuple[int, ...]], seed: int,
-                    std: float) -> Iterator[Tuple[str, np.ndarray]]:
+def _model_producer(
+    g: Geometry, shapes: dict[str, tuple[int, ...]], seed: int, std: float
+) -> Iterator[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     for name, shp in shapes.items():
         if name.endswith("norm.weight"):
@@ -309,6 +361,7 @@ def _model_producer(g: Geometry, shapes: Dict[str, Tuple[int, ...]], seed: int,
 
 
 # --------------------------------------------------------------------------- tokenizer
+
 
 def make_tokenizer(out_dir: str, vocab_size: int) -> None:
     """A WordLevel tokenizer built with the `tokenizers` library, covering every id
@@ -322,10 +375,10 @@ def make_tokenizer(out_dir: str, vocab_size: int) -> None:
     vocab["<|endoftext|>"] = vocab_size - 1
     special = [("<unk>", vocab_size - 2), ("<|endoftext|>", vocab_size - 1)]
     try:
-        from tokenizers import Tokenizer, AddedToken  # type: ignore
-        from tokenizers.models import WordLevel  # type: ignore
-        from tokenizers.pre_tokenizers import WhitespaceSplit  # type: ignore
-        from tokenizers.decoders import WordPiece  # noqa: F401  # type: ignore
+        from tokenizers import AddedToken, Tokenizer
+        from tokenizers.decoders import WordPiece  # noqa: F401
+        from tokenizers.models import WordLevel
+        from tokenizers.pre_tokenizers import WhitespaceSplit
 
         tok = Tokenizer(WordLevel(vocab=vocab, unk_token="<unk>"))
         tok.pre_tokenizer = WhitespaceSplit()
@@ -333,31 +386,55 @@ def make_tokenizer(out_dir: str, vocab_size: int) -> None:
         tok.save(os.path.join(out_dir, "tokenizer.json"))
     except ImportError:
         tj = {
-            "version": "1.0", "truncation": None, "padding": None,
-            "added_tokens": [{"id": i, "content": s, "single_word": False, "lstrip": False,
-                              "rstrip": False, "normalized": False, "special": True}
-                             for s, i in special],
+            "version": "1.0",
+            "truncation": None,
+            "padding": None,
+            "added_tokens": [
+                {
+                    "id": i,
+                    "content": s,
+                    "single_word": False,
+                    "lstrip": False,
+                    "rstrip": False,
+                    "normalized": False,
+                    "special": True,
+                }
+                for s, i in special
+            ],
             "normalizer": None,
             "pre_tokenizer": {"type": "WhitespaceSplit"},
-            "post_processor": None, "decoder": None,
+            "post_processor": None,
+            "decoder": None,
             "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"},
         }
         with open(os.path.join(out_dir, "tokenizer.json"), "w") as f:
             json.dump(tj, f)
     tcfg = {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
-        "pad_token": "<|endoftext|>", "unk_token": "<unk>",
-        "model_max_length": 1 << 20, "clean_up_tokenization_spaces": False,
+        "bos_token": "<|endoftext|>",
+        "eos_token": "<|endoftext|>",
+        "pad_token": "<|endoftext|>",
+        "unk_token": "<unk>",
+        "model_max_length": 1 << 20,
+        "clean_up_tokenization_spaces": False,
     }
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
         json.dump(tcfg, f, indent=1)
     with open(os.path.join(out_dir, "special_tokens_map.json"), "w") as f:
-        json.dump({"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
-                   "pad_token": "<|endoftext|>", "unk_token": "<unk>"}, f, indent=1)
+        json.dump(
+            {
+                "bos_token": "<|endoftext|>",
+                "eos_token": "<|endoftext|>",
+                "pad_token": "<|endoftext|>",
+                "unk_token": "<unk>",
+            },
+            f,
+            indent=1,
+        )
 
 
 # --------------------------------------------------------------------------- public makers
+
 
 def _write_json(path: str, obj: dict) -> None:
     with open(path, "w") as f:
@@ -365,8 +442,9 @@ def _write_json(path: str, obj: dict) -> None:
         f.write("\n")
 
 
-def make_model(out_dir: str, geometry: Geometry, seed: int = 0, std: float = 0.02,
-               tokenizer: bool = True) -> str:
+def make_model(
+    out_dir: str, geometry: Geometry, seed: int = 0, std: float = 0.02, tokenizer: bool = True
+) -> str:
     """Write config.json, model.safetensors (bf16), generation_config.json and a
     tokenizer into out_dir. Skips work when a finished model with the same config
     is already there (marker file .factory-done). Returns out_dir."""
@@ -374,16 +452,24 @@ def make_model(out_dir: str, geometry: Geometry, seed: int = 0, std: float = 0.0
     cfg = geometry.config_dict()
     marker = os.path.join(out_dir, ".factory-done")
     stamp = json.dumps({"config": cfg, "seed": seed, "std": std}, sort_keys=True)
-    if os.path.exists(marker) and open(marker).read() == stamp:
+    if os.path.exists(marker) and Path(marker).read_text() == stamp:
         return out_dir
     shapes = model_tensor_shapes(geometry)
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), shapes,
-                      _model_producer(geometry, shapes, seed, std),
-                      metadata={"format": "pt"})
+    write_safetensors(
+        os.path.join(out_dir, "model.safetensors"),
+        shapes,
+        _model_producer(geometry, shapes, seed, std),
+        metadata={"format": "pt"},
+    )
     _write_json(os.path.join(out_dir, "config.json"), cfg)
-    _write_json(os.path.join(out_dir, "generation_config.json"),
-                {"bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"],
-                 "do_sample": False})
+    _write_json(
+        os.path.join(out_dir, "generation_config.json"),
+        {
+            "bos_token_id": cfg["bos_token_id"],
+            "eos_token_id": cfg["eos_token_id"],
+            "do_sample": False,
+        },
+    )
     if tokenizer:
         make_tokenizer(out_dir, geometry.vocab_size)
     with open(marker, "w") as f:
@@ -391,10 +477,16 @@ def make_model(out_dir: str, geometry: Geometry, seed: int = 0, std: float = 0.0
     return out_dir
 
 
-def make_adapter(out_dir: str, geometry: Geometry, rank: int,
-                 target_modules: Sequence[str] = DEFAULT_TARGET_MODULES,
-                 seed: int = 1, std: float = 0.02, lora_alpha: Optional[int] = None,
-                 base_model: str = "") -> str:
+def make_adapter(
+    out_dir: str,
+    geometry: Geometry,
+    rank: int,
+    target_modules: Sequence[str] = DEFAULT_TARGET_MODULES,
+    seed: int = 1,
+    std: float = 0.02,
+    lora_alpha: int | None = None,
+    base_model: str = "",
+) -> str:
     """Write a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors).
 
     lora_A ~ N(0, std), lora_B ~ N(0, std) (both random, unlike PEFT's zero-init B,
@@ -417,22 +509,27 @@ def make_adapter(out_dir: str, geometry: Geometry, rank: int,
         "layers_to_transform": None,
     }
     marker = os.path.join(out_dir, ".factory-done")
-    stamp = json.dumps({"config": acfg, "geometry": geometry.config_dict(), "seed": seed,
-                        "std": std}, sort_keys=True)
-    if os.path.exists(marker) and open(marker).read() == stamp:
+    stamp = json.dumps(
+        {"config": acfg, "geometry": geometry.config_dict(), "seed": seed, "std": std},
+        sort_keys=True,
+    )
+    if os.path.exists(marker) and Path(marker).read_text() == stamp:
         return out_dir
     shapes = adapter_tensor_shapes(geometry, rank, target_modules)
     rng = np.random.default_rng(seed)
-    write_safetensors(os.path.join(out_dir, "adapter_model.safetensors"), shapes,
-                      ((n, _random_bf16(rng, s, std)) for n, s in shapes.items()),
-                      metadata={"format": "pt"})
+    write_safetensors(
+        os.path.join(out_dir, "adapter_model.safetensors"),
+        shapes,
+        ((n, _random_bf16(rng, s, std)) for n, s in shapes.items()),
+        metadata={"format": "pt"},
+    )
     _write_json(os.path.join(out_dir, "adapter_config.json"), acfg)
     with open(marker, "w") as f:
         f.write(stamp)
     return out_dir
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibration.factory")
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("model")
@@ -452,8 +549,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cmd == "model":
         print(make_model(args.out_dir, g, seed=args.seed))
     else:
-        print(make_adapter(args.out_dir, g, args.rank,
-                           [t for t in args.targets.split(",") if t], seed=args.seed))
+        print(
+            make_adapter(
+                args.out_dir,
+                g,
+                args.rank,
+                [t for t in args.targets.split(",") if t],
+                seed=args.seed,
+            )
+        )
     return 0
 
 

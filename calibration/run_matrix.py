@@ -8,6 +8,7 @@ A row counts as measured when measurements.csv has a row with the same key
 (all parameters; see RunSpec.key) and outcome ok, oom or timeout; "error" rows
 are run again (the error row stays in the CSV as a record).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Dict, List, Optional, Tuple
 
 from .results import append_row, done_keys, read_rows
 from .runner import DEFAULT_MODELS_DIR, RunSpec, run_one, spec_from_dict
@@ -25,7 +25,7 @@ from .runner import DEFAULT_MODELS_DIR, RunSpec, run_one, spec_from_dict
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def load_matrix(path: str) -> Tuple[Dict[str, object], List[RunSpec]]:
+def load_matrix(path: str) -> tuple[dict[str, object], list[RunSpec]]:
     import yaml  # pyyaml
 
     with open(path) as f:
@@ -44,12 +44,12 @@ def load_matrix(path: str) -> Tuple[Dict[str, object], List[RunSpec]]:
     return doc.get("settings") or {}, specs
 
 
-def pending(specs: List[RunSpec], csv_path: str, retry_errors: bool = True) -> List[RunSpec]:
+def pending(specs: list[RunSpec], csv_path: str, retry_errors: bool = True) -> list[RunSpec]:
     done = done_keys(read_rows(csv_path), retry_errors=retry_errors)
     return [s for s in specs if s.key() not in done]
 
 
-def _past(until: Optional[str]) -> bool:
+def _past(until: str | None) -> bool:
     if not until:
         return False
     now = _dt.datetime.utcnow()
@@ -61,13 +61,17 @@ def _commit(csv_path: str, msg: str) -> None:
     """Commit only the CSV; retry while another git process holds the index lock
     (others commit to the same work tree)."""
     import time
+
     rel = os.path.relpath(csv_path, REPO_ROOT)
-    for attempt in range(10):
+    for _attempt in range(10):
         try:
-            a = subprocess.run(["git", "add", rel], cwd=REPO_ROOT, capture_output=True,
-                               text=True)
-            c = subprocess.run(["git", "commit", "-q", "-m", msg, "--", rel],
-                               cwd=REPO_ROOT, capture_output=True, text=True)
+            a = subprocess.run(["git", "add", rel], cwd=REPO_ROOT, capture_output=True, text=True)
+            c = subprocess.run(
+                ["git", "commit", "-q", "-m", msg, "--", rel],
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+            )
         except OSError as e:
             print(f"[run_matrix] commit failed: {e}", file=sys.stderr)
             return
@@ -81,7 +85,7 @@ def _commit(csv_path: str, msg: str) -> None:
     print("[run_matrix] commit gave up (index.lock)", file=sys.stderr)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibration.run_matrix")
     ap.add_argument("matrix")
     ap.add_argument("--csv", default=os.path.join(REPO_ROOT, "calibration", "measurements.csv"))
@@ -92,8 +96,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--only", help="comma-separated run ids (globs allowed)")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--no-retry-errors", action="store_true")
-    ap.add_argument("--commit", action="store_true",
-                    help="git-commit the CSV after every new row")
+    ap.add_argument("--commit", action="store_true", help="git-commit the CSV after every new row")
     args = ap.parse_args(argv)
 
     def _term(signum, frame):  # SIGTERM -> SystemExit, so run_one cleans up
@@ -107,8 +110,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         specs = [s for s in specs if any(fnmatch.fnmatch(s.run_id, p) for p in pats)]
     todo = pending(specs, args.csv, retry_errors=not args.no_retry_errors)
     skipped = len(specs) - len(todo)
-    print(f"[run_matrix] {len(specs)} rows, {skipped} already measured, {len(todo)} to run",
-          file=sys.stderr)
+    print(
+        f"[run_matrix] {len(specs)} rows, {skipped} already measured, {len(todo)} to run",
+        file=sys.stderr,
+    )
     if args.dry_run:
         for s in todo:
             print(f"{s.run_id}\t{s.key()}")
@@ -118,14 +123,20 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"[run_matrix] past {until} UTC; not launching {s.run_id}", file=sys.stderr)
             break
         log = os.path.join(args.log_dir, f"calib-{s.run_id}.log")
-        print(f"[run_matrix] {_dt.datetime.utcnow():%H:%M:%S} start {s.run_id} "
-              f"({s.key()}) log {log}", file=sys.stderr, flush=True)
-        row = run_one(s, python=args.python, models_dir=args.models_dir, log_path=log,
-                      echo=False)
+        print(
+            f"[run_matrix] {_dt.datetime.utcnow():%H:%M:%S} start {s.run_id} ({s.key()}) log {log}",
+            file=sys.stderr,
+            flush=True,
+        )
+        row = run_one(s, python=args.python, models_dir=args.models_dir, log_path=log, echo=False)
         append_row(args.csv, row)
-        print(f"[run_matrix] {_dt.datetime.utcnow():%H:%M:%S} {s.run_id}: {row['outcome']} "
-              f"peak {row['peak_mib']} MiB in {row['peak_phase']} ({row['wall_s']} s) "
-              f"{row['message']}", file=sys.stderr, flush=True)
+        print(
+            f"[run_matrix] {_dt.datetime.utcnow():%H:%M:%S} {s.run_id}: {row['outcome']} "
+            f"peak {row['peak_mib']} MiB in {row['peak_phase']} ({row['wall_s']} s) "
+            f"{row['message']}",
+            file=sys.stderr,
+            flush=True,
+        )
         if args.commit:
             _commit(args.csv, f"calibration: measured {s.run_id} ({row['outcome']})")
     return 0

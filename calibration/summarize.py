@@ -6,27 +6,29 @@ The on-off difference uses the off row with the same preset, layers,
 max_num_batched_tokens, max_num_seqs, prompts, KV space and allocator; the
 ratio divides it by the formula 6*T*R*W (T = tokens actually in the step).
 """
+
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Dict, List, Optional
+from pathlib import Path
 
 from .results import read_rows
 
 MIB = 1 << 20
 
 
-def _i(v: str) -> Optional[int]:
+def _i(v: str) -> int | None:
     try:
         return int(float(v))
     except (TypeError, ValueError):
         return None
 
 
-def _mean_row(rs: List[Dict[str, str]]) -> Dict[str, str]:
+def _mean_row(rs: list[dict[str, str]]) -> dict[str, str]:
     import json
+
     if len(rs) == 1:
         return rs[0]
     out = dict(rs[-1])
@@ -45,14 +47,25 @@ def _mean_row(rs: List[Dict[str, str]]) -> Dict[str, str]:
     return out
 
 
-def twin_key(r: Dict[str, str]) -> tuple:
-    return (r["preset"], r["num_layers"], r["max_num_batched_tokens"], r["max_num_seqs"],
-            r["num_prompts"], r["prompt_tokens"], r["max_model_len"], r["kv_space_gib"],
-            r["allocator"], r["dtype"], r.get("omp_bind") or "auto")
+def twin_key(r: dict[str, str]) -> tuple:
+    return (
+        r["preset"],
+        r["num_layers"],
+        r["max_num_batched_tokens"],
+        r["max_num_seqs"],
+        r["num_prompts"],
+        r["prompt_tokens"],
+        r["max_model_len"],
+        r["kv_space_gib"],
+        r["allocator"],
+        r["dtype"],
+        r.get("omp_bind") or "auto",
+    )
 
 
-def request_start_usage(r: Dict[str, str]) -> Optional[int]:
+def request_start_usage(r: dict[str, str]) -> int | None:
     import json
+
     try:
         ends = json.loads(r.get("phase_usage_end") or "{}")
     except ValueError:
@@ -61,11 +74,12 @@ def request_start_usage(r: Dict[str, str]) -> Optional[int]:
     return None if v is None else int(v)
 
 
-def request_increment(r: Dict[str, str]) -> Optional[int]:
+def request_increment(r: dict[str, str]) -> int | None:
     """Peak of the request phase minus the cgroup usage when the request phase
     started (end of the previous phase): the transient the first request adds on
     top of everything resident (weights, KV cache, loaded adapter)."""
     import json
+
     rq = _i(r.get("peak_request_bytes", ""))
     try:
         ends = json.loads(r.get("phase_usage_end") or "{}")
@@ -77,8 +91,8 @@ def request_increment(r: Dict[str, str]) -> Optional[int]:
     return rq - int(prev)
 
 
-def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
-    groups: Dict[tuple, List[Dict[str, str]]] = {}
+def summarize(rows: list[dict[str, str]]) -> list[dict[str, object]]:
+    groups: dict[tuple, list[dict[str, str]]] = {}
     for r in rows:
         if r.get("outcome") == "ok" and r.get("lora") in ("False", "false", "0"):
             groups.setdefault(twin_key(r), []).append(r)
@@ -88,12 +102,17 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
     for r in rows:
         lora = r.get("lora") in ("True", "true", "1")
         peak = _i(r.get("peak_bytes", ""))
-        d: Dict[str, object] = {
-            "run_id": r["run_id"], "model": r["preset"], "L": r["num_layers"],
-            "T": r["max_num_batched_tokens"], "S": r["max_num_seqs"],
-            "prompts": f'{r["num_prompts"]}x{r["prompt_tokens"]}',
-            "lora": "on" if lora else "off", "R": r.get("rank") or "-",
-            "alloc": r["allocator"], "outcome": r["outcome"],
+        d: dict[str, object] = {
+            "run_id": r["run_id"],
+            "model": r["preset"],
+            "L": r["num_layers"],
+            "T": r["max_num_batched_tokens"],
+            "S": r["max_num_seqs"],
+            "prompts": f"{r['num_prompts']}x{r['prompt_tokens']}",
+            "lora": "on" if lora else "off",
+            "R": r.get("rank") or "-",
+            "alloc": r["allocator"],
+            "outcome": r["outcome"],
             "peak_MiB": round(peak / MIB) if peak else "",
             "phase": r.get("peak_phase", ""),
         }
@@ -116,7 +135,10 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
                 m = max(f or 0, lg or 0)  # the two terms peak at different times
                 if m:
                     d["ratio"] = f"{diff / m:.2f}"
-                rq, rq_off = _i(r.get("peak_request_bytes", "")), _i(off.get("peak_request_bytes", ""))
+                rq, rq_off = (
+                    _i(r.get("peak_request_bytes", "")),
+                    _i(off.get("peak_request_bytes", "")),
+                )
                 if rq and rq_off:
                     d["req_diff_MiB"] = round((rq - rq_off) / MIB)
         d["req_incr_MiB"] = d["incr_diff_MiB"] = d["incr_ratio"] = ""
@@ -126,8 +148,10 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
             if lora and r["outcome"] == "ok":
                 off = offs.get(twin_key(r))
                 inc_off = request_increment(off) if off is not None else None
-                m = max(_i(r.get("formula_scratch_bytes", "")) or 0,
-                        _i(r.get("formula_logits_bytes", "")) or 0)
+                m = max(
+                    _i(r.get("formula_scratch_bytes", "")) or 0,
+                    _i(r.get("formula_logits_bytes", "")) or 0,
+                )
                 if inc_off is not None:
                     d["incr_diff_MiB"] = round((inc - inc_off) / MIB)
                     if m:
@@ -143,7 +167,7 @@ def summarize(rows: List[Dict[str, str]]) -> List[Dict[str, object]]:
     return out
 
 
-def render(table: List[Dict[str, object]], markdown: bool) -> str:
+def render(table: list[dict[str, object]], markdown: bool) -> str:
     if not table:
         return "(no rows)"
     cols = list(table[0])
@@ -163,19 +187,40 @@ def main(argv=None) -> int:
     ap.add_argument("csv", nargs="?", default=os.path.join(here, "measurements.csv"))
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--compact", action="store_true", help="README columns only")
-    ap.add_argument("--update-readme", metavar="README",
-                    help="replace the table between the results markers in README")
+    ap.add_argument(
+        "--update-readme",
+        metavar="README",
+        help="replace the table between the results markers in README",
+    )
     args = ap.parse_args(argv)
     table = summarize(read_rows(args.csv))
     if args.compact or args.update_readme:
-        keep = ["run_id", "model", "L", "T", "S", "prompts", "lora", "R", "alloc",
-                "outcome", "peak_MiB", "phase", "diff_MiB", "formula_MiB", "ratio",
-                "lmhead_formula_MiB",
-                "req_incr_MiB", "incr_diff_MiB", "incr_ratio", "resident_diff_MiB",
-                "wall_s"]
+        keep = [
+            "run_id",
+            "model",
+            "L",
+            "T",
+            "S",
+            "prompts",
+            "lora",
+            "R",
+            "alloc",
+            "outcome",
+            "peak_MiB",
+            "phase",
+            "diff_MiB",
+            "formula_MiB",
+            "ratio",
+            "lmhead_formula_MiB",
+            "req_incr_MiB",
+            "incr_diff_MiB",
+            "incr_ratio",
+            "resident_diff_MiB",
+            "wall_s",
+        ]
         table = [{k: r[k] for k in keep} for r in table]
     if args.update_readme:
-        text = open(args.update_readme).read()
+        text = Path(args.update_readme).read_text()
         a, b = "<!-- results:start -->", "<!-- results:end -->"
         i, j = text.index(a) + len(a), text.index(b)
         text = text[:i] + "\n" + render(table, True) + "\n" + text[j:]

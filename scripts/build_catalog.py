@@ -60,9 +60,15 @@ def validate(name: str, entry: dict) -> list[str]:
 def build_index(entries: list[tuple[str, dict]]) -> dict:
     rows = []
     for file, e in entries:
-        rows.append({"id": e["id"], "file": file, "aliases": sorted(e.get("aliases", [])),
-                     "model_type": str(e["config"].get("model_type", "")),
-                     "signature": geometry_signature(e["config"])})
+        rows.append(
+            {
+                "id": e["id"],
+                "file": file,
+                "aliases": sorted(e.get("aliases", [])),
+                "model_type": str(e["config"].get("model_type", "")),
+                "signature": geometry_signature(e["config"]),
+            }
+        )
     return {"generated_by": "scripts/build_catalog.py", "entries": rows}
 
 
@@ -92,7 +98,7 @@ def build_doc(entries: list[tuple[str, dict]]) -> str:
         "`model_type`, the parameter count derived from the config (and the published count",
         "with the ratio, where one is published), the quantization the config declares, and",
         "the public repository the config.json copy was taken from. Names that are not listed",
-        "resolve by the rules in README (\"How model names resolve\").",
+        'resolve by the rules in README ("How model names resolve").',
         "",
         f"{len(entries)} models.",
         "",
@@ -104,8 +110,10 @@ def build_doc(entries: list[tuple[str, dict]]) -> str:
         q = e["config"].get("quantization_config") or {}
         quant = str(q.get("quant_method", "")) if isinstance(q, dict) else ""
         src = e["source"]
-        lines.append(f"| `{e['id']}` | {e['config'].get('model_type', '')} | {derived:.3f}B | "
-                     f"{check} | {quant} | {src['repo']}@{src['commit'][:12]}:{src['path']} |")
+        lines.append(
+            f"| `{e['id']}` | {e['config'].get('model_type', '')} | {derived:.3f}B | "
+            f"{check} | {quant} | {src['repo']}@{src['commit'][:12]}:{src['path']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -117,8 +125,11 @@ def main() -> int:
     index = render_index(build_index(entries))
     doc = build_doc(entries)
     if args.check:
-        stale = [str(p.relative_to(ROOT)) for p, text in ((INDEX, index), (DOC, doc))
-                 if not p.exists() or p.read_text() != text]
+        stale = [
+            str(p.relative_to(ROOT))
+            for p, text in ((INDEX, index), (DOC, doc))
+            if not p.exists() or p.read_text() != text
+        ]
         if stale:
             print("stale: " + ", ".join(stale) + " (run python scripts/build_catalog.py)")
             return 1

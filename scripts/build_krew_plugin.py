@@ -34,15 +34,19 @@ exit 2
 
 def archive_bytes() -> bytes:
     buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz:
-        with tarfile.open(fileobj=gz, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-            for name, data, mode in (("kubectl-vllm_sizer", SHIM.encode(), 0o755),
-                                     ("LICENSE", b"Apache-2.0\n", 0o644)):
-                info = tarfile.TarInfo(name)
-                info.size, info.mode, info.mtime = len(data), mode, 0
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                tar.addfile(info, io.BytesIO(data))
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.USTAR_FORMAT) as tar,
+    ):
+        for name, data, mode in (
+            ("kubectl-vllm_sizer", SHIM.encode(), 0o755),
+            ("LICENSE", b"Apache-2.0\n", 0o644),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -56,7 +60,9 @@ def main() -> int:
     current = re.findall(r"sha256: ([0-9a-f]{64})", text)
     if args.check:
         if not current or any(c != digest for c in current):
-            print(f"{MANIFEST.relative_to(ROOT)}: sha256 stale (run python scripts/build_krew_plugin.py)")
+            print(
+                f"{MANIFEST.relative_to(ROOT)}: sha256 stale (run python scripts/build_krew_plugin.py)"
+            )
             return 1
         print("krew manifest sha256 matches the archive")
         return 0

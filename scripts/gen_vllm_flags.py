@@ -32,10 +32,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "vllm_sizer" / "workloads" / "data" / "vllm_flags.json"
+OUT = (
+    Path(__file__).resolve().parent.parent / "vllm_sizer" / "workloads" / "data" / "vllm_flags.json"
+)
 
 # ---------------------------------------------------------------- the child: one version
-CHILD = r'''
+CHILD = r"""
 import argparse, importlib, importlib.abc, importlib.machinery, json, os, runpy, sys, types
 SRC = sys.argv[1]
 sys.path.insert(0, SRC)
@@ -275,17 +277,25 @@ except Exception as exc:
     out["api_server"] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
 out["stubbed_vllm_modules"] = sorted(set(FAILED))
 print("@@JSON@@" + json.dumps(out))
-'''
+"""
 
 
 def run_version(src_root: Path, version: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(src_root / version)],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR",
-                               "VLLM_CONFIGURE_LOGGING": "0", "PYTHONWARNINGS": "ignore"})
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(src_root / version)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            **os.environ,
+            "VLLM_LOGGING_LEVEL": "ERROR",
+            "VLLM_CONFIGURE_LOGGING": "0",
+            "PYTHONWARNINGS": "ignore",
+        },
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("@@JSON@@"):
-            return json.loads(line[len("@@JSON@@"):])
+            return json.loads(line[len("@@JSON@@") :])
     raise RuntimeError(f"vLLM {version}: {proc.stderr[-3000:]}")
 
 
@@ -296,15 +306,24 @@ def _vkey(v: str) -> tuple:
 def encode(tables: dict[str, dict]) -> dict:
     """Delta-encode: the first version in full, each later one against the previous."""
     versions = sorted(tables, key=_vkey)
-    out: dict = {"format": "per parser, option string -> [dest, kind]; later versions as "
-                 "add/remove against the previous one",
-                 "kinds": {"v": "one value", "?": "optional value", "+": "one or more values",
-                           "*": "zero or more values", "t": "valueless, sets True",
-                           "f": "valueless, sets False", "c": "valueless constant",
-                           "x": "help/version: exits", "r": "all remaining arguments"},
-                 "source": "the vLLM wheel of each version on PyPI; parsers built by the "
-                 "version's own entry points (scripts/gen_vllm_flags.py)",
-                 "versions": {}}
+    out: dict = {
+        "format": "per parser, option string -> [dest, kind]; later versions as "
+        "add/remove against the previous one",
+        "kinds": {
+            "v": "one value",
+            "?": "optional value",
+            "+": "one or more values",
+            "*": "zero or more values",
+            "t": "valueless, sets True",
+            "f": "valueless, sets False",
+            "c": "valueless constant",
+            "x": "help/version: exits",
+            "r": "all remaining arguments",
+        },
+        "source": "the vLLM wheel of each version on PyPI; parsers built by the "
+        "version's own entry points (scripts/gen_vllm_flags.py)",
+        "versions": {},
+    }
     prev: dict[str, dict] = {}
     for v in versions:
         entry: dict = {}
@@ -315,8 +334,11 @@ def encode(tables: dict[str, dict]) -> dict:
                 continue
             before = prev.get(pname, {})
             base_opts = before.get("options", {})
-            e: dict = {"source": cur["source"], "allow_abbrev": cur["allow_abbrev"],
-                       "positionals": cur["positionals"]}
+            e: dict = {
+                "source": cur["source"],
+                "allow_abbrev": cur["allow_abbrev"],
+                "positionals": cur["positionals"],
+            }
             if base_opts:
                 e["add"] = {k: val for k, val in cur["options"].items() if base_opts.get(k) != val}
                 e["remove"] = sorted(k for k in base_opts if k not in cur["options"])
@@ -334,23 +356,28 @@ def encode(tables: dict[str, dict]) -> dict:
 
 def main(argv: list[str]) -> int:
     src_root = Path(argv[1])
-    versions = argv[2:] or sorted((p.name for p in src_root.iterdir() if (p / "vllm").is_dir()),
-                                  key=_vkey)
+    versions = argv[2:] or sorted(
+        (p.name for p in src_root.iterdir() if (p / "vllm").is_dir()), key=_vkey
+    )
     tables = {}
     for v in versions:
         try:
             tables[v] = run_version(src_root, v)
-        except Exception as exc:  # report and go on: a missing version is visible in the file
+        except Exception as exc:  # noqa: BLE001 - report and go on: a missing version is visible in the file
             print(f"{v}: FAILED {exc}", file=sys.stderr)
             continue
         s = tables[v]["serve"]
         a = tables[v].get("api_server", {})
-        print(f"{v}: serve {len(s['options'])} option strings, api_server "
-              f"{len(a['options']) if 'options' in a else a.get('error')}, stubbed modules "
-              f"{tables[v].get('stubbed_vllm_modules')}", file=sys.stderr)
+        print(
+            f"{v}: serve {len(s['options'])} option strings, api_server "
+            f"{len(a['options']) if 'options' in a else a.get('error')}, stubbed modules "
+            f"{tables[v].get('stubbed_vllm_modules')}",
+            file=sys.stderr,
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(encode(tables), indent=None, separators=(",", ":"),
-                              sort_keys=False) + "\n")
+    OUT.write_text(
+        json.dumps(encode(tables), indent=None, separators=(",", ":"), sort_keys=False) + "\n"
+    )
     return 0
 
 

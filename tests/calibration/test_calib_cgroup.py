@@ -1,7 +1,6 @@
 """cgroup parsing and peak reading against a fake cgroup directory."""
 import os
 
-import pytest
 
 from calibration import cgroup as cg
 

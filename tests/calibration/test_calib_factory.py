@@ -6,7 +6,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from calibration import factory as F  # noqa: E402
+from calibration import factory as F
 
 TINY = F.Geometry("Qwen3ForCausalLM", hidden_size=64, intermediate_size=96,
                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -94,14 +94,14 @@ def test_make_model_writes_loadable_checkpoint(tmp_path, geom):
 
 
 def test_safetensors_library_reads_file(tmp_path):
-    st = pytest.importorskip("safetensors")
+    pytest.importorskip("safetensors")
     out = str(tmp_path / "m")
     F.make_model(out, TINY)
     from safetensors import safe_open
     try:
         with safe_open(os.path.join(out, "model.safetensors"), framework="numpy") as f:
             keys = set(f.keys())
-    except Exception as e:  # numpy framework cannot materialize bf16; keys are enough
+    except Exception as e:  # noqa: BLE001 - numpy framework cannot materialize bf16; keys are enough
         pytest.skip(f"safetensors numpy reader: {e}")
     assert keys == set(F.model_tensor_shapes(TINY))
 

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("numpy")  # calibration.factory (checkpoint shapes for the runtime overhead)
 
-from calibration import export as E  # noqa: E402
-from tests.calibration.calib_rows import GIB, MIB, QWEN3_PARAMS, row  # noqa: E402
+from calibration import export as E
+from tests.calibration.calib_rows import GIB, MIB, QWEN3_PARAMS, row
 
 PUBLISHED = E.load_published()
 

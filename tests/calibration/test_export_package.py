@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("numpy")  # calibration.factory (checkpoint shapes for the runtime overhead)
 
-from calibration import export as E  # noqa: E402
+from calibration import export as E
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PUBLISHED = E.load_published()

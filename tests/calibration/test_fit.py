@@ -4,9 +4,9 @@ import pytest
 
 pytest.importorskip("numpy")  # calibration.factory, via the runtime overhead
 
-from calibration import export as E  # noqa: E402
-from calibration import fit as F  # noqa: E402
-from tests.calibration.calib_rows import MIB, mech_bytes, row, slot_bytes  # noqa: E402
+from calibration import export as E
+from calibration import fit as F
+from tests.calibration.calib_rows import MIB, mech_bytes, row, slot_bytes
 
 PUBLISHED = E.load_published()
 S256 = 2 * slot_bytes(256) // MIB  # 616 MiB: what the estimator subtracts at rank 256

@@ -4,7 +4,6 @@ API server): verdicts, OOM history from pod statuses, owner mapping, risk order,
 import json
 import copy
 
-import pytest
 import yaml
 
 from vllm_sizer.cli import audit as audit_mod

@@ -2,7 +2,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 from vllm_sizer.cli.main import main
 from vllm_sizer.estimator.units import GiB

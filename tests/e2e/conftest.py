@@ -200,7 +200,7 @@ def dev(kube: Any, namespace: str, model_configmap: str, limit_range: int,
             proc.stop()
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """One line saying what the e2e tier did and against which API server (CI runs pytest -q,
     which otherwise shows only dots)."""
     counts: dict[str, int] = {}

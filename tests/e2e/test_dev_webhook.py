@@ -58,7 +58,7 @@ def create(kube: Any, obj: dict[str, Any], dry_run: bool = False) -> dict[str, A
 
 def expected_denial(obj: dict[str, Any], limit_range_max: int | None = None) -> str:
     from vllm_sizer.operator.settings import OperatorSettings
-    from vllm_sizer.operator.webhook.configurations import VALIDATING_WEBHOOK_NAME
+    from vllm_sizer.workloads.api_names import VALIDATING_WEBHOOK_NAME
     from vllm_sizer.policy.review import review_object
 
     decision = review_object(obj, None, OperatorSettings.from_env().policy(limit_range_max))

@@ -14,7 +14,7 @@ from vllm_sizer.cli.main import main
 from vllm_sizer.operator.cluster_listings import ClusterServingRuntimes
 from vllm_sizer.operator.model_configs import ClusterModelConfigs
 from vllm_sizer.operator.settings import OperatorSettings
-from vllm_sizer.operator.webhook.admission import MUTATE, VALIDATE, Admission, parse_review
+from vllm_sizer.operator.webhook.admission import MUTATE, VALIDATE, Admission
 from vllm_sizer.policy.cluster import ClusterContext, model_key, model_keys
 from vllm_sizer.policy.review import review_object
 from vllm_sizer.policy.settings import PolicySettings

@@ -31,7 +31,7 @@ def _load_script():
 rm = _load_script()
 
 try:
-    import helm_python  # noqa: F401
+    import helm_python
 
     helm_python.helm_sdk_version()  # loads the native library
     HELM_SKIP_REASON = None

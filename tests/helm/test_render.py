@@ -14,7 +14,7 @@ from .conftest import MATRIX, REPO, by_kind, one, render_docs, render_objects, r
 pytestmark = requires_helm
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
-from kubernetes_validate import utils as kv_utils  # noqa: E402
+from kubernetes_validate import utils as kv_utils
 
 # matchConditions are GA (admissionregistration.k8s.io/v1) from 1.30: the chart's kubeVersion.
 # The oldest supported, a middle one and the newest that kubernetes-validate ships.
@@ -224,7 +224,7 @@ def test_default_image_tag_is_app_version() -> None:
 
 def _contract_env_names() -> set[str]:
     """Every environment variable OperatorSettings.from_env reads, from its source."""
-    names = {"VLLM_SIZER_" + n for n in re.findall(r'\b(?:get|flag|listing)\("([A-Z_]+)"\)', SETTINGS_SRC)}
+    names = {"VLLM_SIZER_" + n for n in re.findall(r'\b(?:get|flag|listing|quantity)\("([A-Z_]+)"\)', SETTINGS_SRC)}
     names |= set(re.findall(r'env\.get\("([A-Z_]+)"\)', SETTINGS_SRC))
     assert "VLLM_SIZER_MODE" in names and "HF_ENDPOINT" in names and "POD_NAMESPACE" in names
     return names
@@ -260,9 +260,10 @@ def test_settings_values_reach_the_operator() -> None:
     dep = one(render_objects(v), "Deployment", "vllm-sizer-webhook")
     env = {k: val for k, val in _env(dep).items() if val is not None}
     s = OperatorSettings.from_env(env)
-    assert s.mode == "warn" and s.headroom == 0.25 and s.rounding_bytes == 1024**3
-    assert s.pin_cpu_kv_gib == 8 and s.largest_node_memory_bytes == 512 * 1024**3
-    assert s.fail_closed is True and s.namespaces == ["ml", "inference"]
+    p = s.decision
+    assert p.mode == "warn" and p.headroom == 0.25 and p.rounding_bytes == 1024**3
+    assert p.pin_cpu_kv_gib == 8 and p.largest_node_memory_bytes == 512 * 1024**3
+    assert p.fail_closed is True and s.namespaces == ["ml", "inference"]
     assert set(s.excluded_namespaces) == {"kube-system", "monitoring", NS}
     assert s.model_configs_namespace == "model-configs" and s.model_configs_ttl_seconds == 60
     assert s.hub_fetch is True and s.hub_endpoint == "https://hf-mirror.internal"
@@ -273,9 +274,9 @@ def test_settings_values_reach_the_operator() -> None:
     # Defaults match OperatorSettings' own defaults.
     d = OperatorSettings.from_env({k: val for k, val in _env(one(render_objects(), "Deployment", "vllm-sizer-webhook")).items() if val})
     base = OperatorSettings()
-    for field in ("mode", "headroom", "rounding_bytes", "pin_cpu_kv_gib", "fail_closed",
-                  "hub_fetch", "lookup_timeout_seconds", "max_request_bytes", "patch_existing",
-                  "model_configs_ttl_seconds", "largest_node_memory_bytes", "namespaces"):
+    assert d.decision == base.decision
+    for field in ("hub_fetch", "lookup_timeout_seconds", "max_request_bytes", "patch_existing",
+                  "model_configs_ttl_seconds", "namespaces"):
         assert getattr(d, field) == getattr(base, field), field
 
 

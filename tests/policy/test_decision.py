@@ -7,7 +7,8 @@ import pytest
 
 from vllm_sizer.estimator import EngineSettings
 from vllm_sizer.estimator.units import GiB, MiB
-from vllm_sizer.policy.review import A_DECISION, A_ESTIMATE, review_object
+from vllm_sizer.policy.review import review_object
+from vllm_sizer.workloads.api_names import DECISION_ANNOTATION, ESTIMATE_ANNOTATION
 from vllm_sizer.policy.settings import PolicySettings, parse_headroom
 from vllm_sizer.workloads.model import Workload
 from tests.conftest import QWEN3_0_6B
@@ -70,8 +71,8 @@ def test_mutate_raises_limit_and_request_to_estimate_plus_headroom_rounded():
     out = jsonpatch.apply_patch(obj, r.patch)
     res = out["spec"]["template"]["spec"]["containers"][0]["resources"]
     assert res["limits"]["memory"] == res["requests"]["memory"]
-    assert out["metadata"]["annotations"][A_ESTIMATE].endswith("Gi")
-    assert out["metadata"]["annotations"][A_DECISION].startswith("mutate: limits.memory 8.0Gi →")
+    assert out["metadata"]["annotations"][ESTIMATE_ANNOTATION].endswith("Gi")
+    assert out["metadata"]["annotations"][DECISION_ANNOTATION].startswith("mutate: limits.memory 8.0Gi →")
     assert obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] == "8Gi"
 
 
@@ -212,28 +213,28 @@ def test_decision_is_kept_while_the_object_carries_the_mutation():
     admitted = _mutated(deployment(limit="8Gi", request="8Gi"))
     again = review(admitted)  # a reinvocation, or an UPDATE that changes nothing we size
     assert again.verdict == "allow"
-    assert A_DECISION not in again.annotations
+    assert DECISION_ANNOTATION not in again.annotations
     assert again.patch == []
 
 
 def test_hand_lowered_limit_rewrites_the_decision():
     admitted = _mutated(deployment(limit="8Gi", request="8Gi"))
-    old = admitted["metadata"]["annotations"][A_DECISION]
+    old = admitted["metadata"]["annotations"][DECISION_ANNOTATION]
     lowered = copy.deepcopy(admitted)
     _container(lowered)["resources"] = {"limits": {"memory": "10Gi"}, "requests": {"memory": "10Gi"}}
     warned = review(lowered, mode="warn")
     out = jsonpatch.apply_patch(lowered, warned.patch)
-    text = out["metadata"]["annotations"][A_DECISION]
+    text = out["metadata"]["annotations"][DECISION_ANNOTATION]
     assert text != old and text.startswith("warn: undersized, needs ")
     # mutate mode raises it again and says so, from the lowered value
     raised = jsonpatch.apply_patch(lowered, review(lowered).patch)
-    assert raised["metadata"]["annotations"][A_DECISION].startswith("mutate: limits.memory 10.0Gi → ")
+    assert raised["metadata"]["annotations"][DECISION_ANNOTATION].startswith("mutate: limits.memory 10.0Gi → ")
     # a limit raised by hand above the estimate: the old mutation text no longer applies
     bigger = copy.deepcopy(admitted)
     _container(bigger)["resources"] = {"limits": {"memory": "64Gi"}, "requests": {"memory": "64Gi"}}
     out = jsonpatch.apply_patch(bigger, review(bigger).patch)
-    assert out["metadata"]["annotations"][A_DECISION] == \
-        f"allow: limits.memory 64.0Gi covers {out['metadata']['annotations'][A_ESTIMATE]}"
+    assert out["metadata"]["annotations"][DECISION_ANNOTATION] == \
+        f"allow: limits.memory 64.0Gi covers {out['metadata']['annotations'][ESTIMATE_ANNOTATION]}"
 
 
 def test_mode_off_after_a_mutation_says_off_and_drops_the_estimate():
@@ -243,8 +244,8 @@ def test_mode_off_after_a_mutation_says_off_and_drops_the_estimate():
     assert r.verdict == "skip"
     out = jsonpatch.apply_patch(admitted, r.patch)
     ann = out["metadata"]["annotations"]
-    assert ann[A_DECISION] == "off: not sized (vllm-sizer mode is off)"
-    for key in (A_ESTIMATE, "vllm-sizer.io/breakdown", "vllm-sizer.io/notes",
+    assert ann[DECISION_ANNOTATION] == "off: not sized (vllm-sizer mode is off)"
+    for key in (ESTIMATE_ANNOTATION, "vllm-sizer.io/breakdown", "vllm-sizer.io/notes",
                 "vllm-sizer.io/estimator-version"):
         assert key not in ann
     assert ann["vllm-sizer.io/mode"] == "off"

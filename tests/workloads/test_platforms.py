@@ -14,7 +14,7 @@ import yaml
 from vllm_sizer.policy.review import review_object
 from vllm_sizer.policy.settings import PolicySettings
 from vllm_sizer.workloads import kinds, read_workloads
-from vllm_sizer.workloads.model import SIZED_LABEL
+from vllm_sizer.workloads.api_names import SIZED_LABEL
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "platforms"
 

@@ -186,11 +186,11 @@ def test_object_level_reading_raises_nothing_internally(kind, spec, metadata):
 
 
 # ---- hostile classes (generators shared with tests/hardening: tests/hostile_strategies.py)
-from tests.hostile_strategies import (HOSTILE, command_chain, doubling_script,  # noqa: E402
+from tests.hostile_strategies import (HOSTILE, command_chain, doubling_script,
                                       kube_env_chain)
-from vllm_sizer.workloads import limits  # noqa: E402
-from vllm_sizer.workloads.execution import executes_vllm  # noqa: E402
-from vllm_sizer.workloads.expand import kube_expand  # noqa: E402
+from vllm_sizer.workloads import limits
+from vllm_sizer.workloads.execution import executes_vllm
+from vllm_sizer.workloads.expand import kube_expand
 
 
 @HOSTILE

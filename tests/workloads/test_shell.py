@@ -87,3 +87,8 @@ def test_here_documents_and_written_files():
     assert [c.words for c in cmds] == [["cat"], ["cat"], ["tee", "-a", "/c.yaml"],
                                        ["printf", "d: 2\\n"], ["run"]]
     assert cmds[-1].files == {"/c.yaml": "a: 7\nc: 1\nd: 2\n", "/raw": "b: $X\n"}
+
+
+def test_a_script_that_ends_in_a_backslash_inside_double_quotes_is_read():
+    # the tokenizer once raised here (a lone backslash is no quoted run): an internal error
+    assert words('vllm serve "Qwen/Qwen3-0.6B\\') == [["vllm", "serve", "Qwen/Qwen3-0.6B\\"]]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -20,6 +21,7 @@ from ..policy.messages import gi
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import PolicySettings
 from ..workloads import kinds
+from ..workloads.api_names import LAST_OOM_ANNOTATION, MODEL_CONFIGS_LABEL
 from .check import build_context
 
 # (apiVersion, plural, kind) of the workload kinds read: every kind of the one kinds table
@@ -31,7 +33,7 @@ WORKLOAD_RESOURCES: tuple[tuple[str, str, str], ...] = tuple(
 # What the reader needs besides the workloads (as `check` finds them in its input).
 CONTEXT_RESOURCES: tuple[tuple[str, str, str, str | None], ...] = (
     ("v1", "limitranges", "LimitRange", None),
-    ("v1", "configmaps", "ConfigMap", "vllm-sizer.io/model-configs=true"),
+    ("v1", "configmaps", "ConfigMap", f"{MODEL_CONFIGS_LABEL}=true"),
     ("serving.kserve.io/v1alpha1", "servingruntimes", "ServingRuntime", None),
     ("serving.kserve.io/v1alpha1", "clusterservingruntimes", "ClusterServingRuntime", None),
 )
@@ -40,7 +42,11 @@ CLUSTER_SCOPED = {"clusterservingruntimes"}
 
 def _rbac_rules() -> list[dict[str, Any]]:
     groups: dict[str, set[str]] = {}
-    for api, plural, *_ in (*WORKLOAD_RESOURCES, *CONTEXT_RESOURCES):
+    pairs = [
+        *((a, p) for a, p, _k in WORKLOAD_RESOURCES),
+        *((a, p) for a, p, _k, _s in CONTEXT_RESOURCES),
+    ]
+    for api, plural in pairs:
         group = api.split("/", 1)[0] if "/" in api else ""
         groups.setdefault(group, set()).add(plural)
     return [
@@ -90,7 +96,7 @@ class AuditRow:
 Lister = Callable[[str, str, str | None, str | None], list[dict[str, Any]]]
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "audit",
         help="read-only: every vLLM workload in a cluster, by risk",
@@ -305,7 +311,7 @@ def _rows(
     for d in decision.containers:
         w = d.workload
         ooms, restarts = _oom_history(pods, w.container)
-        last_oom = (w.annotations or {}).get("vllm-sizer.io/last-oom")
+        last_oom = (w.annotations or {}).get(LAST_OOM_ANNOTATION)
         notes = [n for n in ([w.model_note] if w.model_note else [])]
         notes += [str(x) for x in w.diagnostics if x.severity == "error"][:3]
         if last_oom and not ooms:

@@ -10,8 +10,9 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -19,6 +20,7 @@ from ..policy.cluster import ClusterContext
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
 from ..workloads import limits
+from ..workloads.api_names import VALIDATING_WEBHOOK_NAME
 
 CONTEXT_KINDS = {"LimitRange", "ServingRuntime", "ClusterServingRuntime"}
 
@@ -27,7 +29,7 @@ class InputError(Exception):
     pass
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check",
         help="run the admission decision offline on manifests",
@@ -140,7 +142,7 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
                 if not isinstance(kind, str) or not isinstance(doc.get("apiVersion"), str):
                     problems.append(f"{where}: not a Kubernetes object (no kind/apiVersion)")
                     continue
-                if kind == "List" or kind.endswith("List") and "items" in doc:
+                if kind == "List" or (kind.endswith("List") and "items" in doc):
                     items = doc.get("items")
                     if not isinstance(items, list):
                         problems.append(f"{where}: {kind} items is not a list")
@@ -180,8 +182,10 @@ def run(args: argparse.Namespace) -> int:
         if doc.get("kind") in CONTEXT_KINDS:
             results.append((doc, None))
             continue
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+        meta = doc.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        ns = meta.get("namespace")
+        ns = ns if isinstance(ns, str) else None
         policy = base.model_copy(update={"limit_range_max_bytes": cluster.limit_range_max(ns)})
         try:
             results.append((doc, review_object(doc, cluster.read_context(ns), policy)))
@@ -266,7 +270,7 @@ def render_text(results: list[ObjectDecision]) -> str:
         if r.verdict == "deny":
             lines.append(
                 f"  Error from server (Forbidden): error when creating: admission webhook "
-                f'"validate.vllm-sizer.io" denied the request: {r.message}'
+                f'"{VALIDATING_WEBHOOK_NAME}" denied the request: {r.message}'
             )
         for w in r.warnings:
             lines.append(f"  Warning: {w}")

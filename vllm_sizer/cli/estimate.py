@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..estimator import EstimatorError, build_report, ModelGeometry
+from ..estimator import EstimatorError, ModelGeometry, build_report
 from ..estimator.names import resolve_model
 from ..estimator.report import MemoryReport
 from ..estimator.units import GiB
@@ -17,7 +17,7 @@ from ..estimator.versions import VllmVersion
 from ..workloads.vllm_args import env_settings, find_invocation, parse_vllm_args
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "estimate",
         help="estimate a vLLM server's peak memory from its command line",

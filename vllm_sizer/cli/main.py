@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _missing(
     sub: argparse._SubParsersAction,
     name: str,
-    extra: str | None,  # noqa: SLF001
+    extra: str | None,
     exc: ImportError,
 ) -> None:
     p = sub.add_parser(name, help=f"(needs: pip install 'vllm-sizer[{extra}]')", add_help=False)

@@ -49,6 +49,7 @@ from ..operator.settings import (
     VALIDATING_CONFIG_NAME,
     OperatorSettings,
 )
+from ..workloads.api_names import DEV_LABEL
 
 log = logging.getLogger("vllm_sizer.run")
 DEV_MUTATING = "vllm-sizer-dev-mutating"
@@ -56,7 +57,7 @@ DEV_VALIDATING = "vllm-sizer-dev-validating"
 CERT_CHECK_INTERVAL = 3600.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="run the operator (webhook server, controller, or both)",
@@ -130,7 +131,7 @@ def main(args: argparse.Namespace) -> int:
         return asyncio.run(run(args, settings))
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - one clear line (the traceback with -v)
+    except Exception as exc:  # one clear line (the traceback with -v)
         if args.verbose:
             log.exception("vllm-sizer run failed")
         print(f"vllm-sizer run: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -194,9 +195,8 @@ async def run(args: argparse.Namespace, settings: OperatorSettings) -> int:
             await _in_cluster_certificates(settings, factory, cleanups)
 
         if args.role in ("webhook", "all"):
+            from ..operator.cluster_listings import ClusterLimitRanges, ClusterServingRuntimes
             from ..operator.webhook.server import start_webhook_server
-
-            from ..operator.model_configs import ClusterLimitRanges, ClusterServingRuntimes
 
             limit_ranges = ClusterLimitRanges(factory, settings)
             runtimes = ClusterServingRuntimes(factory, settings)
@@ -264,9 +264,11 @@ async def _metrics_server(settings: OperatorSettings, liveness: str | None) -> A
         if not target:
             return web.Response(text="ok")
         try:
-            async with aiohttp.ClientSession() as s:
-                async with s.get(target, timeout=aiohttp.ClientTimeout(total=3)) as resp:
-                    return web.Response(status=resp.status, text=await resp.text())
+            async with (
+                aiohttp.ClientSession() as s,
+                s.get(target, timeout=aiohttp.ClientTimeout(total=3)) as resp,
+            ):
+                return web.Response(status=resp.status, text=await resp.text())
         except Exception as exc:  # noqa: BLE001 - not live
             return web.Response(status=503, text=f"Kopf liveness unreachable: {exc}")
 
@@ -307,7 +309,6 @@ async def _controller(
     from kopf._core.intents.registries import SmartOperatorRegistry
 
     from ..operator.controller import KubeApi, OomWatcher, PodVerdicts, Sizer, register
-
     from ..operator.controller.model_learning import ModelLearner
     from ..operator.model_configs import ClusterModelConfigs
 
@@ -417,8 +418,8 @@ async def _dev_setup(
         extra_dns_names=["localhost"] + ([] if ip else [host]),
     )
     certs.write_certificates(cert_dir, bundle)
-    args._dev_ca = bundle.ca_cert  # noqa: SLF001 - handed to _dev_register
-    args._dev_host = host  # noqa: SLF001
+    args._dev_ca = bundle.ca_cert  # handed to _dev_register
+    args._dev_host = host
 
     def remove_dir() -> None:
         import shutil
@@ -445,7 +446,7 @@ def dev_configurations(
     mutating["metadata"]["name"] = DEV_MUTATING
     validating["metadata"]["name"] = DEV_VALIDATING
     for cfg in (mutating, validating):
-        cfg["metadata"].setdefault("labels", {})["vllm-sizer.io/dev"] = "true"
+        cfg["metadata"].setdefault("labels", {})[DEV_LABEL] = "true"
     return mutating, validating
 
 
@@ -455,8 +456,8 @@ async def _dev_register(
     from ..operator.webhook.server import bound_port
 
     port = bound_port(runner)
-    url = f"https://{_url_host(args._dev_host)}:{port}"  # noqa: SLF001
-    mutating, validating = dev_configurations(settings, url, args._dev_ca)  # noqa: SLF001
+    url = f"https://{_url_host(args._dev_host)}:{port}"
+    mutating, validating = dev_configurations(settings, url, args._dev_ca)
 
     def delete() -> None:
         from kubernetes import client
@@ -495,13 +496,16 @@ async def _dev_register(
         ):
             name = body["metadata"]["name"]
             try:
-                create_fn(body, _request_timeout=10)
+                # the client's annotations name its model classes; a dict body is serialised
+                # as it is (ApiClient.sanitize_for_serialization)
+                create_fn(body, _request_timeout=10)  # type: ignore[arg-type]
             except ApiException as exc:
                 if exc.status != 409:
                     raise
                 current = read_fn(name, _request_timeout=10)
-                body["metadata"]["resourceVersion"] = current.metadata.resource_version
-                replace_fn(name, body, _request_timeout=10)
+                meta = current.metadata
+                body["metadata"]["resourceVersion"] = meta.resource_version if meta else None
+                replace_fn(name, body, _request_timeout=10)  # type: ignore[arg-type]
 
     async def cleanup() -> None:
         await asyncio.to_thread(delete)

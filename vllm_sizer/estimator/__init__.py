@@ -5,7 +5,8 @@ it instead of copying its constants.
 """
 
 from .calculator import LoraConfig, ModelMemoryCalculator, build_report, calculate_memory
-from .catalog import catalog_ids, lookup as lookup_model, model_config
+from .catalog import catalog_ids, model_config
+from .catalog import lookup as lookup_model
 from .errors import EstimatorError, InvalidSettings, MissingConfigField, UnknownModel
 from .geometry import ModelGeometry
 from .inverse import gpu_limits_within, max_batched_tokens_within, max_lora_rank_within

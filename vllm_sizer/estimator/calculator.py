@@ -8,9 +8,9 @@ separately per GPU.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .. import __version__
 from . import constants as C
@@ -25,7 +25,7 @@ from .lora import (
     has_vocab_lora,
 )
 from .report import MemoryReport, Term
-from .settings import EngineSettings, ResolvedSettings, resolve_settings
+from .settings import Allocator, Device, EngineSettings, ResolvedSettings, resolve_settings
 from .units import GiB
 
 
@@ -520,10 +520,10 @@ class ModelMemoryCalculator:
         lora_config: Any = None,
         max_num_batched_tokens: int | None = None,
         tensor_parallel: int = 1,
-        device: str = "cpu",
+        device: Device = "cpu",
         vllm_version: str | None = None,
         cpu_kvcache_space_gib: float | None = None,
-        allocator: str = "unknown",
+        allocator: Allocator = "unknown",
         model: str | None = None,
     ) -> MemoryReport:
         """seq_length is max_model_len; max_num_batched_tokens None means seq_length (the

@@ -26,7 +26,7 @@ _HF_URL = "https://huggingface.co/"
 def _index() -> dict[str, Any]:
     """{'entries': [...], 'keys': {lowercase id or alias: id}} from the generated index."""
     raw = resources.files(__package__).joinpath("data", INDEX_FILE).read_text()
-    data = json.loads(raw)
+    data: dict[str, Any] = json.loads(raw)
     keys: dict[str, str] = {}
     for e in data["entries"]:
         keys[e["id"].lower()] = e["id"]
@@ -77,7 +77,8 @@ def normalise_model_id(model: str) -> str:
 
 def exact_id(model: str) -> str | None:
     """The catalog id a spelling names exactly (case, scheme and revision aside), or None."""
-    return _index()["keys"].get(normalise_model_id(model))
+    keys: dict[str, str] = _index()["keys"]
+    return keys.get(normalise_model_id(model))
 
 
 def lookup(model: str) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from .units import GiB
 
@@ -26,7 +27,7 @@ class Constant:
 # V1). Measured on LoRA-off calibration runs; the value, its kind and its source are generated
 # into data/lora_scratch_calibration.json by calibration/export.py from
 # calibration/measurements.csv (never typed here).
-def _runtime_constant() -> Constant:
+def _runtime_constant() -> tuple[Constant, Constant]:
     raw = json.loads(
         resources.files(__package__).joinpath("data/lora_scratch_calibration.json").read_text()
     )
@@ -84,9 +85,10 @@ ACTIVATION_SAMPLER_COPIES = Constant(
 # ---------------------------------------------------------------------------------------- GPU
 # Fitted on the "fit" rows of data/gpu_evidence.json by gpu_evidence.fit_constants (a test keeps
 # the stored block equal to a fresh fit); the "validation" rows are never used here.
-def _gpu_fitted() -> dict:
+def _gpu_fitted() -> dict[str, Any]:
     raw = json.loads(resources.files(__package__).joinpath("data/gpu_evidence.json").read_text())
-    return raw["fitted"]
+    fitted: dict[str, Any] = raw["fitted"]
+    return fitted
 
 
 _F = _gpu_fitted()
@@ -110,7 +112,8 @@ GPU_SAMPLER_FP32_COPIES_TRITON = Constant(
     source="Triton top-k/top-p path (vLLM ≥ 0.17): largest fit row "
     f"({_F['sampler_fp32_copies_triton']['max_row']}, {_EV})",
 )
-GPU_NON_TORCH_TABLE: tuple = tuple(
+# (since version, GiB at TP 1, GiB at TP > 1, why), newest first
+GPU_NON_TORCH_TABLE: tuple[tuple[tuple[int, ...], float, float, str], ...] = tuple(
     (
         tuple(int(x) for x in e["since"].split(".")),
         e["tp1"],

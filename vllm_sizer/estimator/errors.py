@@ -28,7 +28,7 @@ class UnknownModel(EstimatorError):
     def __init__(self, model: str):
         self.model = model
         super().__init__(
-            f"unknown model '{model}': pass its config.json (--model-config FILE on the CLI, "
-            "the vllm-sizer.io/model-config annotation, or a ConfigMap labelled "
-            "vllm-sizer.io/model-configs=true)"
+            f"unknown model '{model}': pass its config.json (--model-config FILE on the CLI; "
+            "in a cluster, the model-config annotation or a model-configs ConfigMap: README, "
+            "Annotations)"
         )

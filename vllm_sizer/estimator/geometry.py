@@ -8,8 +8,9 @@ published counts (the catalog entries' "published_parameters", tests/estimator/t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -326,7 +327,7 @@ class ModelGeometry(BaseModel, frozen=True):
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def from_hf_config(cls, config: Mapping[str, Any]) -> "ModelGeometry":
+    def from_hf_config(cls, config: Mapping[str, Any]) -> ModelGeometry:
         if not isinstance(config, Mapping):
             raise MissingConfigField("config", "a config.json object (dict) is required")
         top = dict(config)
@@ -815,8 +816,10 @@ def _dbrx_keys(c: Mapping[str, Any]) -> dict[str, Any]:
     max_seq_len; attn_config.kv_n_heads; ffn_config.ffn_hidden_size, moe_num_experts,
     moe_top_k). vLLM dbrx.py: Wqkv/out_proj, a bias-free router Linear(d_model, experts) and
     gated experts w1/v1/w2 of ffn_hidden_size, two bias-free LayerNorms per block."""
-    attn = c.get("attn_config") if isinstance(c.get("attn_config"), Mapping) else {}
-    ffn = c.get("ffn_config") if isinstance(c.get("ffn_config"), Mapping) else {}
+    attn = c.get("attn_config")
+    attn = attn if isinstance(attn, Mapping) else {}
+    ffn = c.get("ffn_config")
+    ffn = ffn if isinstance(ffn, Mapping) else {}
     keys = {
         "num_attention_heads": c.get("n_heads"),
         "max_position_embeddings": c.get("max_seq_len"),
@@ -1041,7 +1044,7 @@ def _rope_cache_elements(
     if per_type:  # transformers v5: one rope_parameters entry per layer type
         return sum(_rope_rows(p, max_pos) for p in per_type) * dim
     rows = _rope_rows(params, max_pos)
-    if model_type in ("gemma3", "gemma3_text") and 0 < sliding_layers:
+    if model_type in ("gemma3", "gemma3_text") and sliding_layers > 0:
         rows += max_pos  # the sliding layers' local rope (rope_type default)
     return rows * dim
 
@@ -1117,8 +1120,8 @@ def _read_quantization(q: Any) -> Quantization | None:
         method = "nvfp4" if "fp4" in algo else "fp8"
     if method in {"awq", "gptq"} and bits and int(bits) == 8:
         bpp = 8.16 / 8
-    elif method == "compressed-tensors" and _compressed_tensors_weight_bytes(q) is not None:
-        bits, bpp = _compressed_tensors_weight_bytes(q)  # type: ignore[misc]
+    elif method == "compressed-tensors" and (ct := _compressed_tensors_weight_bytes(q)):
+        bits, bpp = ct
     elif method in {"compressed-tensors", "bitsandbytes"} and bits:
         # a name-derived format ({"quant_method", "bits"} without config_groups): w4a16 group
         # 128 carries scales like GPTQ; 8-bit is one byte per weight plus per-channel scales

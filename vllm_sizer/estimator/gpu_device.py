@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from . import constants as C
-from .geometry import ModelGeometry, Quantization, QUANT_BYTES_PER_PARAM
+from .geometry import QUANT_BYTES_PER_PARAM, ModelGeometry, Quantization
 from .units import GiB
 from .versions import VllmVersion
 
@@ -184,6 +184,7 @@ def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int
     (heads are replicated when TP > kv_heads; MLA's latent is not split by TP); hybrid
     linear-attention layers hold no per-token KV."""
     layers = math.ceil(g.num_attention_layers / pp)
+    per_layer: float
     if g.mla:
         per_layer = g.mla.kv_lora_rank + g.mla.qk_rope_head_dim
     else:
@@ -197,7 +198,8 @@ def _by_version(
     for since, tp1, tpn, why in table:
         if version.at_least(*since):
             return (tp1 if tp == 1 else tpn), why
-    return table[-1][1 if tp == 1 else 2], table[-1][3]
+    _, tp1, tpn, why = table[-1]
+    return (tp1 if tp == 1 else tpn), why
 
 
 def non_torch_bytes(version: VllmVersion, tp: int) -> tuple[int, str]:
@@ -326,6 +328,7 @@ def device_side(
             nt_why,
         )
     budget = int(gpu_memory_bytes * util)
+    kv: float
     if kv_cache_memory_bytes:
         kv = int(kv_cache_memory_bytes)
         notes.append(

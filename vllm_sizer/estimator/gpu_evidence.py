@@ -14,10 +14,13 @@ import json
 import math
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .units import GiB
 from .versions import VllmVersion
+
+if TYPE_CHECKING:
+    from .geometry import ModelGeometry
 
 DATA = "data/gpu_evidence.json"
 # The sort-based top-k/top-p path holds, per [rows, vocab] element: the fp32 logits (4), sorted
@@ -29,7 +32,8 @@ SORT_PATH_DERIVED_COPIES = 9.5
 
 @lru_cache(maxsize=1)
 def load() -> dict[str, Any]:
-    return json.loads(resources.files(__package__).joinpath(DATA).read_text())
+    data: dict[str, Any] = json.loads(resources.files(__package__).joinpath(DATA).read_text())
+    return data
 
 
 def device_rows(split: str | None = None) -> list[dict[str, Any]]:
@@ -40,7 +44,7 @@ def host_rows(split: str | None = None) -> list[dict[str, Any]]:
     return [r for r in load()["host"] if split in (None, r["split"])]
 
 
-def row_geometry(row: dict[str, Any]):  # noqa: ANN201
+def row_geometry(row: dict[str, Any]) -> ModelGeometry | None:
     """The catalog config with the served checkpoint's quantization_config, or None."""
     from .catalog import model_config
     from .geometry import ModelGeometry
@@ -65,7 +69,7 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     rows = [r for r in (rows if rows is not None else device_rows()) if r["split"] == "fit"]
     out: dict[str, Any] = {}
 
-    def geo(r):  # noqa: ANN001, ANN202
+    def geo(r: dict[str, Any]) -> ModelGeometry | None:
         return row_geometry(r)
 
     # forward factor: first PP stages never run the sampler, so their peak is the forward pass.
@@ -93,6 +97,8 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     }
     factor = out["forward_factor"]["value"]
 
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
     for path, lo, hi in (("sort", (0, 0), (0, 17)), ("triton", (0, 17), (99,))):
         ks = []
         for r in rows:
@@ -122,7 +128,7 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     # non-torch per GPU by version class and TP, CUDA graph pool, CUDA context.
     # 0.12-0.17 is its own class: its TP > 1 value was not measured and falls back (in
     # constants.py) to the >= 0.18 one rather than to 0.11's.
-    classes = (
+    classes: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = (
         ("0.18", (0, 18), (99,)),
         ("0.12", (0, 12), (0, 18)),
         ("0.8.5", (0, 8, 5), (0, 12)),
@@ -160,7 +166,8 @@ def fit_constants(rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     # Graph pool of the captured graphs (vLLM >= 0.12 rows, where the pool is logged):
     # dense models: a line in decoder layers per stage, shifted up to cover every fit row;
     # MoE models: the largest MoE fit row.
-    dense, moe = [], []
+    dense: list[tuple[float, float, str]] = []
+    moe: list[tuple[float, float, str]] = []
     for r in rows:
         g, c = geo(r), r["measured"].get("cuda_graph_gib")
         if g is None or not c or c <= 0 or not VllmVersion.parse(r["vllm_version"]).at_least(0, 12):

@@ -24,7 +24,7 @@ from .versions import VllmVersion
 
 
 def next_pow2(n: float) -> int:
-    n = int(math.ceil(n))
+    n = math.ceil(n)
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 

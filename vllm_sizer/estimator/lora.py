@@ -25,15 +25,16 @@ per worker); which of those scalings were measured is derived from the rows and 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from .constants import SCRATCH_EXTRAPOLATION_MARGIN
 from .geometry import ModelGeometry
 from .units import GiB
 from .versions import VllmVersion
-
 
 # ---------------------------------------------------------------------------- mechanism
 
@@ -181,7 +182,7 @@ def _derive(row: CalibrationRow) -> CalibrationRow:
 _DTYPE = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
-def row_from_json(r: dict) -> CalibrationRow:
+def row_from_json(r: dict[str, Any]) -> CalibrationRow:
     """One row of data/lora_scratch_calibration.json → a CalibrationRow with its derived
     scratch, mechanism and factor (calibration/fit.py reads rows the same way)."""
     g = r["geometry"]
@@ -222,12 +223,12 @@ def load_calibration() -> tuple[CalibrationRow, ...]:
 
 
 @lru_cache(maxsize=1)
-def _measured_ranges() -> dict[str, tuple[frozenset, frozenset]]:
+def _measured_ranges() -> dict[str, tuple[frozenset[Any], frozenset[Any]]]:
     """What the fit rows cover and what the validation rows checked: ranks, widest
     projections, layer counts, LoRA dtypes → (fit, validation)."""
     rows = load_calibration()
 
-    def split(key) -> tuple[frozenset, frozenset]:
+    def split(key: Callable[[CalibrationRow], Any]) -> tuple[frozenset[Any], frozenset[Any]]:
         return (
             frozenset(key(r) for r in rows if r.role == "fit"),
             frozenset(key(r) for r in rows if r.role != "fit"),
@@ -270,7 +271,7 @@ def _factor_at(tokens: int, rows: list[CalibrationRow]) -> tuple[float, str]:
         return max(by_t.values()), "below-range"
     if tokens > ts[-1]:
         return max(by_t.values()), "extrapolated"
-    for lo, hi in zip(ts, ts[1:] + [ts[-1]]):
+    for lo, hi in zip(ts, [*ts[1:], ts[-1]], strict=True):
         if lo <= tokens <= hi:
             if hi == lo:
                 return by_t[lo], "interpolated"
@@ -394,7 +395,9 @@ def _scaling_notes(
     notes = []
     covered = _measured_ranges()
 
-    def note(what: str, value, fit: frozenset, validated: frozenset, scaling: str) -> None:
+    def note(
+        what: str, value: Any, fit: frozenset[Any], validated: frozenset[Any], scaling: str
+    ) -> None:
         if value in fit:
             return
         checked = (

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from . import defaults
 from .constants import PINNED_CPU_KV_GIB_DEFAULT
 from .errors import InvalidSettings
 from .geometry import ModelGeometry
-from .units import GiB, DTYPE_BYTES
+from .units import DTYPE_BYTES, GiB
 from .versions import VllmVersion
 
 Device = Literal["cpu", "cuda", "rocm", "other", "unknown"]
@@ -104,35 +104,35 @@ class EngineSettings(BaseModel):
         "kv_cache_memory_bytes",
     )
     @classmethod
-    def _positive(cls, v: int | None, info):  # noqa: ANN001
+    def _positive(cls, v: int | None, info: ValidationInfo) -> int | None:
         if v is not None and v <= 0:
             raise ValueError(f"{info.field_name} must be a positive integer, got {v}")
         return v
 
     @field_validator("data_parallel_size_local")
     @classmethod
-    def _local(cls, v: int | None):
+    def _local(cls, v: int | None) -> int | None:
         if v is not None and v < 1:
             raise ValueError(f"data_parallel_size_local must be ≥ 1, got {v}")
         return v
 
     @field_validator("data_parallel_rank")
     @classmethod
-    def _rank(cls, v: int | None):
+    def _rank(cls, v: int | None) -> int | None:
         if v is not None and v < 0:
             raise ValueError(f"data_parallel_rank must be ≥ 0, got {v}")
         return v
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
     @classmethod
-    def _parallel(cls, v: int, info):  # noqa: ANN001
+    def _parallel(cls, v: int, info: ValidationInfo) -> int:
         if v < 1:
             raise ValueError(f"{info.field_name} must be ≥ 1, got {v}")
         return v
 
     @field_validator("gpu_memory_utilization")
     @classmethod
-    def _util(cls, v: float | None):
+    def _util(cls, v: float | None) -> float | None:
         if v is not None and not 0 < v <= 1:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {v}")
         return v

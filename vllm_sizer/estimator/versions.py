@@ -20,12 +20,12 @@ class VllmVersion(BaseModel, frozen=True):
     source: str = "given"  # "given" | "image tag" | "assumed latest"
 
     @classmethod
-    def parse(cls, text: str | None, source: str = "given") -> "VllmVersion":
+    def parse(cls, text: str | None, source: str = "given") -> VllmVersion:
         """Parse '0.11.0', 'v0.10.2', '0.10.1.1', 'v0.11.0-cpu'; None/unparseable → latest."""
         return _parse_cached(cls, text, source)
 
     @classmethod
-    def _parse(cls, text: str | None, source: str) -> "VllmVersion":
+    def _parse(cls, text: str | None, source: str) -> VllmVersion:
         if text:
             m = _VERSION_RE.search(str(text))
             if m:
@@ -33,7 +33,7 @@ class VllmVersion(BaseModel, frozen=True):
         return cls.latest()
 
     @classmethod
-    def latest(cls) -> "VllmVersion":
+    def latest(cls) -> VllmVersion:
         return cls(
             major=LATEST_KNOWN[0],
             minor=LATEST_KNOWN[1],
@@ -64,5 +64,5 @@ class VllmVersion(BaseModel, frozen=True):
 
 
 @lru_cache(maxsize=256)
-def _parse_cached(cls: type, text: str | None, source: str) -> VllmVersion:
+def _parse_cached(cls: type[VllmVersion], text: str | None, source: str) -> VllmVersion:
     return cls._parse(text, source)  # frozen: safe to share

@@ -21,13 +21,14 @@ import datetime as dt
 import ipaddress
 import os
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from .settings import MUTATING_CONFIG_NAME, VALIDATING_CONFIG_NAME
@@ -52,7 +53,7 @@ class CertificateBundle:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:
@@ -124,6 +125,8 @@ def generate_serving_certificate(
         raise ValueError("a serving certificate needs at least one DNS name or IP address")
     ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
     ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise ValueError(f"the CA key must be EC or RSA, not {type(ca_key).__name__}")
     key = _new_key()
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names]
     sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
@@ -156,11 +159,11 @@ def generate_serving_certificate(
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),  # type: ignore[arg-type]
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
             critical=False,
         )
         .sign(ca_key, hashes.SHA256())
-    )  # type: ignore[arg-type]
+    )
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..policy.cluster import cluster_runtimes_by_name, limit_range_maxima, runtimes_by_namespace
 from .settings import OperatorSettings
@@ -170,7 +171,7 @@ class ClusterServingRuntimes(BackgroundListing):
                         )
                     )
                 )
-            except Exception as exc:  # noqa: BLE001 - 404 without KServe
+            except Exception as exc:  # 404 without KServe
                 if getattr(exc, "status", None) != 404:
                     raise
                 out.append([])

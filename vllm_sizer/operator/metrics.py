@@ -64,7 +64,7 @@ REVIEW_SECONDS_BY_ROUTE = {r: ADMISSION_REVIEW_SECONDS.labels(route=r) for r in 
 INTERNAL_ERRORS_BY_ROUTE = {r: INTERNAL_ERRORS.labels(route=r) for r in ROUTES}
 for _route in ROUTES:  # make the series exist at 0 from the start
     INTERNAL_ERRORS_BY_ROUTE[_route]
-_review_children: dict[tuple[str, str, str], object] = {}
+_review_children: dict[tuple[str, str, str], Counter] = {}
 
 
 def count_review(route: str, verdict: str, kind: str) -> None:
@@ -74,7 +74,7 @@ def count_review(route: str, verdict: str, kind: str) -> None:
         child = _review_children[key] = ADMISSION_REVIEWS.labels(
             route=route, verdict=verdict, kind=kind
         )
-    child.inc()  # type: ignore[attr-defined]
+    child.inc()
 
 
 def count_vllm_review(namespace: str, verdict: str) -> None:

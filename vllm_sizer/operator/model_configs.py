@@ -22,24 +22,22 @@ import logging
 import os
 import re
 import time
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..policy.cluster import (
-    KEY_SLASH,
     ClusterContext,
     model_configs_by_namespace,
     model_key,
     model_keys,
 )
+from ..workloads.api_names import MODEL_CONFIGS_LABEL
 from .cluster_listings import (
     ApiClientFactory,
     BackgroundListing,  # noqa: F401
-    ClusterLimitRanges,
-    ClusterServingRuntimes,
-    limit_range_maxima,
     list_items,
 )
-from .settings import MODEL_CONFIGS_LABEL, OperatorSettings
+from .settings import OperatorSettings
 
 
 class ModelConfigLookup(Protocol):
@@ -174,7 +172,7 @@ class HubConfigFetcher:
         if fut is None:
             fut = asyncio.get_running_loop().create_task(self._fetch(key, *ids))
             self._inflight[key] = fut
-            fut.add_done_callback(lambda _f, k=key: self._inflight.pop(k, None))
+            fut.add_done_callback(lambda _f: self._inflight.pop(key, None))
         return await asyncio.shield(fut)
 
     async def _fetch(self, key: str, repo: str, rev: str) -> dict[str, Any] | None:
@@ -218,7 +216,7 @@ class HubConfigFetcher:
                     )
                 else:
                     log.warning("Hub answered HTTP %d for %s@%s", resp.status, repo, rev)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             status = "timeout"
             log.warning("Hub fetch of %s@%s timed out after %.1fs", repo, rev, self.timeout)
         except (aiohttp.ClientError, ValueError, OSError) as exc:

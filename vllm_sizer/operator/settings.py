@@ -4,17 +4,16 @@ them from values / a ConfigMap). Every name here is part of the chart's contract
 from __future__ import annotations
 
 import os
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, model_validator
 
-from ..policy.settings import Mode, PolicySettings, parse_headroom
+from ..policy.settings import PolicySettings
 from ..workloads import kinds as _kinds
-from ..workloads.model import SIZED_LABEL  # noqa: F401 - part of the operator's names
 from ..workloads.quantity import parse_quantity
 
 # ---- names shared by the server, the controller, the chart and manifests/ -----------------
-GROUP = "vllm-sizer.io"
 WEBHOOK_PORT = 9443
 METRICS_PORT = 8080
 HEALTH_PATH = "/healthz"
@@ -25,8 +24,6 @@ VALIDATE_PATH = "/validate"
 MUTATING_CONFIG_NAME = "vllm-sizer-mutating"
 VALIDATING_CONFIG_NAME = "vllm-sizer-validating"
 CERT_SECRET_NAME = "vllm-sizer-webhook-tls"
-MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
-LAST_OOM_ANNOTATION = "vllm-sizer.io/last-oom"
 
 # Workload kinds the webhooks serve and `check` sizes: (group, version, plural, kind), from the
 # one kinds table (vllm_sizer/workloads/kinds.py); the controller watches WATCHED_RESOURCES
@@ -37,15 +34,16 @@ WATCHED_RESOURCES: tuple[tuple[str, str, str, str], ...] = _kinds.watched_resour
 Env = Mapping[str, str]
 
 
-class OperatorSettings(BaseModel):
-    """VLLM_SIZER_* environment variables → typed settings."""
+# The decision's settings an install configures; the LimitRange ceiling is found per namespace.
+POLICY_FIELDS = tuple(f for f in PolicySettings.model_fields if f != "limit_range_max_bytes")
 
-    mode: Mode = "mutate"
-    headroom: float = 0.10
-    rounding_bytes: int = 256 * 1024**2
-    pin_cpu_kv_gib: float = 4
-    largest_node_memory_bytes: int | None = None
-    fail_closed: bool = False  # internal errors deny instead of admitting with a warning
+
+class OperatorSettings(BaseModel):
+    """VLLM_SIZER_* environment variables → typed settings. The decision's own settings (mode,
+    headroom, rounding, pinned KV cache, largest node, fail-closed) are a PolicySettings,
+    `decision`; they may also be given flat (`OperatorSettings(mode="warn")`), as from_env does."""
+
+    decision: PolicySettings = Field(default_factory=PolicySettings)
     namespaces: list[str] = Field(default_factory=list)  # empty: all (minus the excluded)
     excluded_namespaces: list[str] = Field(default_factory=lambda: ["kube-system"])
     operator_namespace: str = "vllm-sizer"
@@ -73,13 +71,20 @@ class OperatorSettings(BaseModel):
     webhook_url: str | None = None
     patch_existing: bool = False  # controller role: mutate pre-existing objects (restarts them)
 
-    @field_validator("headroom", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _headroom(cls, v):  # noqa: ANN001
-        return parse_headroom(v)
+    def _flat_policy_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(k in data for k in POLICY_FIELDS):
+            return data
+        decision = data.get("decision") or PolicySettings()
+        if isinstance(decision, dict):
+            decision = PolicySettings(**decision)
+        flat = {k: data[k] for k in POLICY_FIELDS if k in data}
+        rest = {k: v for k, v in data.items() if k not in flat}
+        return {**rest, "decision": PolicySettings(**{**decision.model_dump(), **flat})}
 
     @classmethod
-    def from_env(cls, env: Env | None = None) -> "OperatorSettings":
+    def from_env(cls, env: Env | None = None) -> OperatorSettings:
         env = os.environ if env is None else env
 
         def get(name: str) -> str | None:
@@ -94,14 +99,16 @@ class OperatorSettings(BaseModel):
             v = get(name)
             return None if v is None else [s.strip() for s in v.split(",") if s.strip()]
 
-        data: dict[str, object] = {
+        def quantity(name: str) -> int | None:
+            v = get(name)
+            return None if v is None else parse_quantity(v)
+
+        data: dict[str, Any] = {
             "mode": get("MODE"),
             "headroom": get("HEADROOM"),
-            "rounding_bytes": parse_quantity(get("ROUNDING")) if get("ROUNDING") else None,
+            "rounding_bytes": quantity("ROUNDING"),
             "pin_cpu_kv_gib": get("PIN_CPU_KV_GIB"),
-            "largest_node_memory_bytes": parse_quantity(get("LARGEST_NODE_MEMORY"))
-            if get("LARGEST_NODE_MEMORY")
-            else None,
+            "largest_node_memory_bytes": quantity("LARGEST_NODE_MEMORY"),
             "fail_closed": flag("FAIL_CLOSED"),
             "namespaces": listing("NAMESPACES"),
             "excluded_namespaces": listing("EXCLUDED_NAMESPACES"),
@@ -120,24 +127,15 @@ class OperatorSettings(BaseModel):
             "webhook_port": get("WEBHOOK_PORT"),
             "webhook_url": get("WEBHOOK_URL"),
             "metrics_port": get("METRICS_PORT"),
-            "max_request_bytes": parse_quantity(get("MAX_REQUEST_SIZE"))
-            if get("MAX_REQUEST_SIZE")
-            else None,
+            "max_request_bytes": quantity("MAX_REQUEST_SIZE"),
             "service_name": get("SERVICE_NAME"),
             "patch_existing": flag("PATCH_EXISTING"),
         }
         return cls(**{k: v for k, v in data.items() if v is not None})
 
     def policy(self, limit_range_max_bytes: int | None = None) -> PolicySettings:
-        return PolicySettings(
-            mode=self.mode,
-            headroom=self.headroom,
-            rounding_bytes=self.rounding_bytes,
-            pin_cpu_kv_gib=self.pin_cpu_kv_gib,
-            limit_range_max_bytes=limit_range_max_bytes,
-            largest_node_memory_bytes=self.largest_node_memory_bytes,
-            fail_closed=self.fail_closed,
-        )
+        """The decision's settings for a namespace whose LimitRange max is this."""
+        return self.decision.model_copy(update={"limit_range_max_bytes": limit_range_max_bytes})
 
     @property
     def trusted_namespace(self) -> str:

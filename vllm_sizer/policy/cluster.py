@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..estimator import catalog
+from ..workloads.api_names import MODEL_CONFIGS_LABEL
 from ..workloads.model import ReadContext
 from .limit_ranges import container_memory_max
 
 log = logging.getLogger("vllm_sizer.cluster")
 
-MODEL_CONFIGS_LABEL = "vllm-sizer.io/model-configs"
 # Cluster-scoped objects a platform's resource names (llmaz Playground → OpenModel)
 REFERENCED_KINDS = ("OpenModel",)
 # Namespaced objects a resource names, looked up in its own namespace first and then in its
@@ -43,11 +44,11 @@ KEY_SLASH = "--"
 Config = dict[str, Any]
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _meta(obj: Any) -> dict:
+def _meta(obj: Any) -> dict[str, Any]:
     return _dict(_dict(obj).get("metadata"))
 
 
@@ -168,7 +169,7 @@ class ClusterContext:
     @classmethod
     def from_objects(
         cls, docs: Iterable[Any], trusted_namespace: str | None = None
-    ) -> "ClusterContext":
+    ) -> ClusterContext:
         """From Kubernetes objects (check's input): ServingRuntime, ClusterServingRuntime,
         labelled ConfigMaps, LimitRange. Malformed objects are skipped."""
         docs = [d for d in docs if isinstance(d, dict)]

@@ -158,10 +158,10 @@ def decide_container(
     # mutate (and enforce where no limit is set): raise, never lower.
     if limit is None or (mode == "mutate" and limit < needed):
         # a request set higher than the new limit keeps its value; the limit rises to it
-        d.limit_after = max(needed, d.request_before or 0)
+        d.limit_after = raised = max(needed, d.request_before or 0)
         d.reason = "no-limit" if limit is None else "raised"
-    if d.limit_after != limit and (d.request_before or 0) < d.limit_after:
-        d.request_after = d.limit_after
+        if (d.request_before or 0) < raised:
+            d.request_after = raised
     return _finish(d)
 
 

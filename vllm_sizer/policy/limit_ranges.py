@@ -3,7 +3,8 @@ Pure: `check` feeds it documents from its input, the webhook role objects listed
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..workloads.quantity import parse_quantity
 
@@ -21,7 +22,8 @@ def container_memory_max(limit_ranges: Iterable[Any]) -> dict[str, int]:
             if isinstance(lr.get("metadata"), dict)
             else None
         )
-        spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
+        spec = lr.get("spec")
+        spec = spec if isinstance(spec, dict) else {}
         for item in spec.get("limits") or []:
             if not isinstance(item, dict) or item.get("type", "Container") != "Container":
                 continue

@@ -170,7 +170,7 @@ def cannot_size(w: Workload, why: str) -> str:
     return f"{w.container}: cannot size: {why}"
 
 
-def _changes(d: "ContainerDecision", limit: str, request: str, pin_suffix: str) -> list[str]:
+def _changes(d: ContainerDecision, limit: str, request: str, pin_suffix: str) -> list[str]:
     """What a mutation changes, worded for a warning or for the decision annotation."""
     parts = []
     if d.limit_after != d.limit_before:
@@ -182,13 +182,13 @@ def _changes(d: "ContainerDecision", limit: str, request: str, pin_suffix: str) 
     return parts
 
 
-def mutated_warning(d: "ContainerDecision") -> str:
+def mutated_warning(d: ContainerDecision) -> str:
     total = gi(d.report.total_memory_bytes) if d.report else "?"
     parts = _changes(d, "limit", "request", " added")
     return f"{d.workload.container}: {', '.join(parts)} (estimated peak {total})"
 
 
-def decision_text(d: "ContainerDecision") -> str:
+def decision_text(d: ContainerDecision) -> str:
     """The `vllm-sizer.io/decision` annotation: what changed, from → to."""
     if d.verdict == "deny":
         return f"deny: {d.reason}"

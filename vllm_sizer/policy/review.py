@@ -4,36 +4,46 @@ and `vllm-sizer check`: read workloads → estimate each → decide → one JSON
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import jsonpatch
 
-from ..estimator import EstimatorError, ModelGeometry, build_report
+from ..estimator import EstimatorError, MemoryReport, ModelGeometry, build_report
 from ..estimator.catalog import cached_geometry
 from ..estimator.units import GiB
-from ..workloads.model import (
+from ..estimator.units import to_quantity as format_quantity
+from ..workloads.api_names import (
     ANNOTATION_HEADROOM,
     ANNOTATION_MODE,
+    ANNOTATION_MODEL_CONFIG,
     ANNOTATION_SKIP,
+    BREAKDOWN_ANNOTATION,
+    DECISION_ANNOTATION,
+    ESTIMATE_ANNOTATION,
+    ESTIMATOR_VERSION_ANNOTATION,
+    MODEL_CONFIGS_LABEL,
+    NOTES_ANNOTATION,
     SIZED_LABEL,
-    ReadContext,
-    Workload,
 )
-from ..estimator.units import to_quantity as format_quantity
+from ..workloads.model import ReadContext, Workload
+from ..workloads.vllm_args import Diagnostic
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
-from .settings import MODES, PolicySettings, parse_headroom
+from .settings import MODES, Mode, PolicySettings, parse_headroom, parse_mode
 
-PREFIX = "vllm-sizer.io/"
-A_ESTIMATE = PREFIX + "estimate"
-A_BREAKDOWN = PREFIX + "breakdown"
-A_NOTES = PREFIX + "notes"
-A_DECISION = PREFIX + "decision"
-A_VERSION = PREFIX + "estimator-version"
-OUR_ANNOTATIONS = (A_ESTIMATE, A_BREAKDOWN, A_NOTES, A_DECISION, A_VERSION)
+# The annotations a review writes (a controller adds its own: operator/controller/sizing.py)
+OUR_ANNOTATIONS = (
+    ESTIMATE_ANNOTATION,
+    BREAKDOWN_ANNOTATION,
+    NOTES_ANNOTATION,
+    DECISION_ANNOTATION,
+    ESTIMATOR_VERSION_ANNOTATION,
+)
 _RANK = {"deny": 4, "mutate": 3, "unknown": 2, "allow": 1, "skip": 0}
 # JSON pointers of the pod-template label maps, per kind (KServe copies spec.predictor.labels
 # onto the predictor's pods).
@@ -68,7 +78,7 @@ class ObjectDecision:
     patch: list[dict[str, Any]] = field(default_factory=list)
     message: str = ""
     warnings: list[str] = field(default_factory=list)
-    annotations: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str | None] = field(default_factory=dict)  # None: remove it
 
     @property
     def is_vllm(self) -> bool:
@@ -127,7 +137,7 @@ class _PatchBuilder:
         parts = pointer.split("/")[1:]
         path = ""
         node: Any = self.obj
-        for raw, nxt in zip(parts[:-1], parts[1:]):
+        for raw, nxt in itertools.pairwise(parts):
             path += "/" + raw
             node = self.added[path] if path in self.added else _step(node, raw)
             # a list only holds integer steps; anything else must be an object
@@ -165,14 +175,15 @@ def _object_annotations(obj: dict[str, Any]) -> dict[str, Any]:
     return _dict(_dict(obj.get("metadata")).get("annotations"))
 
 
-def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[str, float, list[str]]:
+def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[Mode, float, list[str]]:
     ann = _object_annotations(obj)
     warnings = []
     mode = policy.mode
     raw_mode = ann.get(ANNOTATION_MODE)
     if raw_mode is not None:
-        if str(raw_mode).strip().lower() in MODES:
-            mode = str(raw_mode).strip().lower()
+        parsed = parse_mode(raw_mode)
+        if parsed is not None:
+            mode = parsed
         else:
             warnings.append(
                 f"{ANNOTATION_MODE}={raw_mode!r} is not one of {', '.join(MODES)}: ignored"
@@ -194,7 +205,7 @@ def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[str,
 UNKNOWN_MODEL_PREFIX = "cannot size: "
 
 
-def _unknown_model_diagnostic(w: Workload) -> Any:
+def _unknown_model_diagnostic(w: Workload) -> Diagnostic | None:
     """The reader's diagnostic that says the model is unknown and how to supply it, if any."""
     return next(
         (
@@ -206,7 +217,7 @@ def _unknown_model_diagnostic(w: Workload) -> Any:
     )
 
 
-def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
+def _estimate(w: Workload) -> tuple[MemoryReport | None, ModelGeometry | None, str | None]:
     if w.settings is None:
         return None, None, "the vLLM command line could not be read"
     if w.model_config is None:
@@ -218,8 +229,8 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
             None,
             (
                 f"unknown model '{w.model or '?'}': add its config.json as the "
-                "vllm-sizer.io/model-config annotation or a ConfigMap labelled "
-                "vllm-sizer.io/model-configs=true"
+                f"{ANNOTATION_MODEL_CONFIG} annotation or a ConfigMap labelled "
+                f"{MODEL_CONFIGS_LABEL}=true"
             ),
         )
     try:
@@ -241,7 +252,7 @@ def _estimate(w: Workload) -> tuple[Any, ModelGeometry | None, str | None]:
 
 def _estimate_largest(
     w: Workload,
-) -> tuple[Workload, Any, ModelGeometry | None, str | None, str | None]:
+) -> tuple[Workload, MemoryReport | None, ModelGeometry | None, str | None, str | None]:
     """A container with several vLLM invocations (a script's branches) is sized by the one
     with the largest estimate; the note names it and the alternatives."""
     report, geometry, why = _estimate(w)
@@ -249,9 +260,13 @@ def _estimate_largest(
         return w, report, geometry, why, None
     results = [(w, report, geometry, why)] + [(a, *_estimate(a)) for a in w.alternatives]
     sized = [r for r in results if r[1] is not None]
-    best = max(sized, key=lambda r: r[1].total_memory_bytes) if sized else results[0]
+    best = (
+        max(sized, key=lambda r: r[1].total_memory_bytes if r[1] is not None else -1)
+        if sized
+        else results[0]
+    )
 
-    def label(r: tuple) -> str:
+    def label(r: tuple[Workload, MemoryReport | None, ModelGeometry | None, str | None]) -> str:
         inv = " ".join(r[0].argv)[:80]
         size = messages.gi(r[1].total_memory_bytes) if r[1] is not None else f"not sized: {r[3]}"
         return f"{r[0].model or '?'} [{inv}] ({size})"
@@ -281,7 +296,9 @@ def review_object(
     a label edit or a finalizer removal)."""
     policy = policy or PolicySettings()
     if read is None:
-        from ..workloads.reader import read_workloads as read
+        from ..workloads.reader import read_workloads
+
+        read = read_workloads
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     meta = meta if isinstance(meta, dict) else {}
     result = ObjectDecision(
@@ -351,7 +368,7 @@ def _template_immutable(obj: dict[str, Any]) -> bool:
 
 def _patch(
     obj: dict[str, Any], result: ObjectDecision, label_pods: bool = False
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
+) -> tuple[list[dict[str, Any]], dict[str, str | None]]:
     pb = _PatchBuilder(obj)
     patchable = [d for d in result.containers if d.workload.patchable]
     for d in patchable:
@@ -458,47 +475,42 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
             return {}  # sized elsewhere (its owner, or the template it came from): keep them
         single = len(result.containers) == 1
         unsized: dict[str, str | None] = {k: None for k in OUR_ANNOTATIONS}
-        unsized[A_DECISION] = "; ".join(
+        unsized[DECISION_ANNOTATION] = "; ".join(
             (f"{d.workload.container}: " if not single else "") + _unsized_text(d)
             for d in result.containers
         )
         return {k: v for k, v in unsized.items() if existing.get(k) != v}
     single = len(sized) == 1
+    reports = [(d.workload.container, d.report) for d in sized if d.report is not None]
     estimate = (
-        messages.gi(sized[0].report.total_memory_bytes)
+        messages.gi(reports[0][1].total_memory_bytes)
         if single
-        else ",".join(
-            f"{d.workload.container}={messages.gi(d.report.total_memory_bytes)}" for d in sized
-        )
+        else ",".join(f"{c}={messages.gi(r.total_memory_bytes)}" for c, r in reports)
     )
     breakdown = {
-        d.workload.container: {
-            t.name: round(t.bytes / GiB, 2)
-            for t in d.report.terms
-            if t.bytes and t.enters != "device"
-        }
-        for d in sized
+        c: {t.name: round(t.bytes / GiB, 2) for t in r.terms if t.bytes and t.enters != "device"}
+        for c, r in reports
     }
-    notes = " | ".join(dict.fromkeys(n for d in sized for n in d.report.notes))
+    notes = " | ".join(dict.fromkeys(n for _, r in reports for n in r.notes))
     from .. import __version__
 
     desired: dict[str, str | None] = {
-        A_ESTIMATE: estimate,
-        A_BREAKDOWN: json.dumps(breakdown, separators=(",", ":"), sort_keys=True),
-        A_NOTES: notes[:4000],
-        A_VERSION: __version__,
+        ESTIMATE_ANNOTATION: estimate,
+        BREAKDOWN_ANNOTATION: json.dumps(breakdown, separators=(",", ":"), sort_keys=True),
+        NOTES_ANNOTATION: notes[:4000],
+        ESTIMATOR_VERSION_ANNOTATION: __version__,
     }
     fresh = "; ".join(
         (f"{d.workload.container}: " if not single else "") + messages.decision_text(d)
         for d in sized
     )
-    before = existing.get(A_DECISION)
+    before = existing.get(DECISION_ANNOTATION)
     keep = (
         isinstance(before, str)
-        and existing.get(A_ESTIMATE) == estimate
+        and existing.get(ESTIMATE_ANNOTATION) == estimate
         and _mutation_still_applies(before, sized, single)
     )
-    desired[A_DECISION] = before if keep else fresh
+    desired[DECISION_ANNOTATION] = before if keep else fresh
     return {k: v for k, v in desired.items() if existing.get(k) != v}
 
 
@@ -521,7 +533,7 @@ def _mutation_still_applies(text: str, sized: list[Any], single: bool) -> bool:
     segments = text.split("; ") if not single else [text]
     if len(segments) != len(sized):
         return False
-    for d, segment in zip(sized, segments):
+    for d, segment in zip(sized, segments, strict=True):
         body = segment if single else segment.partition(": ")[2]
         if not single and segment.partition(": ")[0] != d.workload.container:
             return False

@@ -11,7 +11,13 @@ from ..estimator.constants import PINNED_CPU_KV_GIB_DEFAULT
 from ..estimator.units import MiB
 
 Mode = Literal["mutate", "enforce", "warn", "off"]
-MODES: tuple[str, ...] = ("mutate", "enforce", "warn", "off")
+MODES: tuple[Mode, ...] = ("mutate", "enforce", "warn", "off")
+
+
+def parse_mode(value: object) -> Mode | None:
+    """ "Warn " → "warn"; None for anything that is not a mode."""
+    text = str(value).strip().lower()
+    return next((m for m in MODES if m == text), None)
 
 
 def parse_headroom(value: str | float) -> float:
@@ -39,7 +45,7 @@ class PolicySettings(BaseModel):
 
     @field_validator("headroom", mode="before")
     @classmethod
-    def _headroom(cls, v):  # noqa: ANN001
+    def _headroom(cls, v: str | float) -> float:
         return parse_headroom(v)
 
     @field_validator("rounding_bytes")

@@ -51,11 +51,11 @@ class DeviceFacts:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
@@ -72,7 +72,7 @@ def _count(raw: Any, key: str, diags: list[Diagnostic]) -> int | None:
         return None
 
 
-def _label_values(pod_spec: dict, key: str) -> list[str]:
+def _label_values(pod_spec: dict[str, Any], key: str) -> list[str]:
     values: list[str] = []
     sel = _dict(pod_spec.get("nodeSelector"))
     if key in sel and sel[key] is not None:
@@ -92,9 +92,9 @@ def detect_device(
     image: str | None,
     arg_device: str | None,
     env: dict[str, str],
-    resources: dict,
-    pod_spec: dict,
-    container: dict,
+    resources: dict[str, Any],
+    pod_spec: dict[str, Any],
+    container: dict[str, Any],
     dra_classes: tuple[str, ...] = (),
     hint: tuple[str, str] | None = None,
 ) -> DeviceFacts:

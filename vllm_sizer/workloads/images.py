@@ -209,9 +209,10 @@ def vendor_image(image: str | None) -> VendorImage | None:
     path = "/".join(parts)
     best = None
     for row in VENDOR_IMAGES:
-        if path == row.repo or path.endswith("/" + row.repo):
-            if best is None or len(row.repo) > len(best.repo):
-                best = row
+        if (path == row.repo or path.endswith("/" + row.repo)) and (
+            best is None or len(row.repo) > len(best.repo)
+        ):
+            best = row
     return best
 
 
@@ -282,7 +283,7 @@ def image_version(image: str | None) -> VllmVersion | None:
 
 def is_newest_tag(image: str | None) -> bool:
     """vLLM's own image pulled as `latest` (or without a tag or digest): the newest release."""
-    repo, tag, digest = split_image(image)
+    _repo, tag, digest = split_image(image)
     return is_vllm_image(image) and digest is None and (tag is None or tag.lower() == "latest")
 
 

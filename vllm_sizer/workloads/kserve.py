@@ -22,13 +22,14 @@ from __future__ import annotations
 import copy
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..estimator.versions import VllmVersion
 from .expand import pointer
-from .vllm_args import FLAGS, Diagnostic, ParsedVllm, parse_vllm_args
 from .view import ContainerView
+from .vllm_args import FLAGS, Diagnostic, ParsedVllm, Severity, parse_vllm_args
 
 MODEL_DIR = "/mnt/models"
 DEFAULT_RESOURCES = {"cpu": "1", "memory": "2Gi"}
@@ -134,20 +135,20 @@ HF_FLAGS: dict[str, bool] = {
 }
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
-def substitute(text: Any, meta: dict) -> Any:
+def substitute(text: Any, meta: dict[str, Any]) -> Any:
     """KServe runtime templates: {{.Name}}, {{.Namespace}}, {{.Labels.k}}, {{.Annotations.k}}."""
     if not isinstance(text, str) or "{{" not in text:
         return text
 
-    def repl(m: re.Match) -> str:
+    def repl(m: re.Match[str]) -> str:
         expr = m.group(1).strip()
         if expr == ".Name":
             return str(meta.get("name") or "")
@@ -156,13 +157,13 @@ def substitute(text: Any, meta: dict) -> Any:
         for key, field_ in ((".Labels.", "labels"), (".Annotations.", "annotations")):
             if expr.startswith(key):
                 return str(_dict(meta.get(field_)).get(expr[len(key) :], ""))
-        return m.group(0)
+        return str(m.group(0))
 
     return re.sub(r"\{\{\s*([^}]*?)\s*\}\}", repl, text)
 
 
-def merge_resources(base: Any, override: Any) -> dict:
-    out: dict = {}
+def merge_resources(base: Any, override: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for section in ("limits", "requests"):
         merged = {**_dict(_dict(base).get(section)), **_dict(_dict(override).get(section))}
         if merged:
@@ -173,7 +174,7 @@ def merge_resources(base: Any, override: Any) -> dict:
     return out
 
 
-def fill_defaults(resources: dict) -> tuple[dict, list[str]]:
+def fill_defaults(resources: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """KServe's defaulter: missing cpu / memory requests and limits get 1 / 2Gi."""
     out = copy.deepcopy(resources)
     filled: list[str] = []
@@ -188,7 +189,7 @@ def fill_defaults(resources: dict) -> tuple[dict, list[str]]:
     return out, filled
 
 
-def merge_env(base: Any, override: Any) -> list:
+def merge_env(base: Any, override: Any) -> list[Any]:
     by_name: dict[str, Any] = {}
     order: list[str] = []
     for item in _list(base) + _list(override):
@@ -201,7 +202,7 @@ def merge_env(base: Any, override: Any) -> list:
     return [by_name[n] for n in order]
 
 
-def _runtime_container(runtime: dict) -> dict:
+def _runtime_container(runtime: dict[str, Any]) -> dict[str, Any]:
     containers = _list(_dict(runtime.get("spec")).get("containers"))
     for c in containers:
         if _dict(c).get("name") == "kserve-container":
@@ -209,18 +210,21 @@ def _runtime_container(runtime: dict) -> dict:
     return _dict(containers[0]) if containers else {}
 
 
-def _format_name(model: dict) -> str:
+def _format_name(model: dict[str, Any]) -> str:
     fmt = _dict(model.get("modelFormat")).get("name")
     return str(fmt).lower() if fmt else ""
 
 
 def resolve_runtime(
-    model: dict, serving: dict[str, dict], cluster: dict[str, dict], multinode: bool = False
-) -> tuple[str, dict | None, list[tuple[str, str]]]:
+    model: dict[str, Any],
+    serving: dict[str, dict[str, Any]],
+    cluster: dict[str, dict[str, Any]],
+    multinode: bool = False,
+) -> tuple[str, dict[str, Any] | None, list[tuple[Severity, str]]]:
     """(runtime name, runtime object or None for a stock runtime, notes). A multi-node
     predictor (workerSpec) auto-selects only runtimes with a workerSpec, and the others only
     runtimes without one (predictor_model.go:115-123)."""
-    notes: list[tuple[str, str]] = []
+    notes: list[tuple[Severity, str]] = []
     fmt = _format_name(model)
     wanted = model.get("runtime")
     if isinstance(wanted, str) and wanted:
@@ -228,8 +232,8 @@ def resolve_runtime(
             return wanted, _dict(serving[wanted]), notes
         if wanted in cluster:
             return wanted, _dict(cluster[wanted]), notes
-        stock = next((k for k, v in STOCK_RUNTIMES.items() if v["name"] == wanted), None)
-        if stock is None:
+        known = next((k for k, v in STOCK_RUNTIMES.items() if v["name"] == wanted), None)
+        if known is None:
             notes.append(
                 (
                     "warning",
@@ -238,7 +242,7 @@ def resolve_runtime(
                 )
             )
         return wanted, None, notes
-    candidates: list[tuple[int, int, str, dict]] = []
+    candidates: list[tuple[int, int, str, dict[str, Any]]] = []
     for rank, pool in enumerate((serving, cluster)):
         for name, rt in pool.items():
             spec = _dict(_dict(rt).get("spec"))
@@ -247,7 +251,8 @@ def resolve_runtime(
             for f in _list(spec.get("supportedModelFormats")):
                 f = _dict(f)
                 if str(f.get("name", "")).lower() == fmt and f.get("autoSelect") is True:
-                    prio = f.get("priority") if isinstance(f.get("priority"), int) else 0
+                    prio = f.get("priority")
+                    prio = prio if isinstance(prio, int) else 0
                     candidates.append((-prio, rank, name, _dict(rt)))
     if candidates:
         candidates.sort(key=lambda c: (c[0], c[1], c[2]))
@@ -260,7 +265,9 @@ def resolve_runtime(
     )
 
 
-def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> list[ContainerView]:
+def read_isvc(
+    obj: dict[str, Any], serving: dict[str, dict[str, Any]], cluster: dict[str, dict[str, Any]]
+) -> list[ContainerView]:
     meta = _dict(obj.get("metadata"))
     predictor = _dict(_dict(obj.get("spec")).get("predictor"))
     views: list[ContainerView] = []
@@ -279,7 +286,7 @@ def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> 
         if not c:
             continue
         resources = _dict(c.get("resources"))
-        notes: list[tuple[str, str]] = []
+        notes: list[tuple[Severity, str]] = []
         merged = dict(c)
         if c.get("name", "kserve-container") == "kserve-container" or idx == 0:
             filled_res, filled = fill_defaults(resources)
@@ -307,28 +314,28 @@ def read_isvc(obj: dict, serving: dict[str, dict], cluster: dict[str, dict]) -> 
     return views
 
 
-def _storage_uri(model: dict, container: dict | None = None) -> str | None:
+def _storage_uri(model: dict[str, Any], container: dict[str, Any] | None = None) -> str | None:
     uri = model.get("storageUri")
     if isinstance(uri, str) and uri:
         return uri
-    storage = _dict(model.get("storage"))
-    if isinstance(storage.get("path"), str):
-        return storage["path"]
+    path = _dict(model.get("storage")).get("path")
+    if isinstance(path, str):
+        return path
     for e in _list(_dict(container).get("env")):
-        e = _dict(e)
-        if e.get("name") == "STORAGE_URI" and isinstance(e.get("value"), str):
-            return e["value"]
+        value = _dict(e).get("value")
+        if _dict(e).get("name") == "STORAGE_URI" and isinstance(value, str):
+            return value
     return None
 
 
 def _model_view(
-    obj: dict,
-    meta: dict,
-    predictor: dict,
-    model: dict,
+    obj: dict[str, Any],
+    meta: dict[str, Any],
+    predictor: dict[str, Any],
+    model: dict[str, Any],
     model_key: str,
-    serving: dict[str, dict],
-    cluster: dict[str, dict],
+    serving: dict[str, dict[str, Any]],
+    cluster: dict[str, dict[str, Any]],
 ) -> ContainerView:
     fmt = _format_name(model)
     worker = predictor.get("workerSpec")
@@ -450,7 +457,7 @@ class HfArgs:
 def parse_hf_args(
     tokens: list[str],
     version: VllmVersion | None = None,
-    config_loader: Callable[[str], dict | None] | None = None,
+    config_loader: Callable[[str], dict[str, Any] | None] | None = None,
 ) -> tuple[ParsedVllm, HfArgs]:
     """`python -m huggingfaceserver` arguments: KServe's own flags, then every vLLM flag, read
     with parse_known_args (unknown flags are silently ignored by the server: warned here)."""
@@ -527,7 +534,7 @@ def parse_hf_args(
             )
         )
     parsed.diagnostics[:] = [
-        d for d in parsed.diagnostics if not (d.message == "unexpected positional argument")
+        d for d in parsed.diagnostics if d.message != "unexpected positional argument"
     ] + [
         Diagnostic("warning", "positional argument ignored by the Hugging Face server", raw=d.raw)
         for d in parsed.diagnostics
@@ -540,9 +547,9 @@ def parse_hf_args(
 
 
 # ------------------------------------------------------------------ LLMInferenceService
-def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
+def _lora_flags(lora: dict[str, Any]) -> tuple[list[str], list[tuple[Severity, str]]]:
     flags: list[str] = []
-    notes: list[tuple[str, str]] = []
+    notes: list[tuple[Severity, str]] = []
     # KServe (addLoRAVLLMArgs) puts, in front of the container's args: --enable-lora
     # --max-lora-rank=R --max-loras=N --max-cpu-loras=C --lora-modules '{"name":..,"path":..}'...
     adapters = _list(lora.get("adapters"))
@@ -574,7 +581,7 @@ def _lora_flags(lora: dict) -> tuple[list[str], list[tuple[str, str]]]:
 MANAGED_DRA_CLASS = "serving.kserve.io/exp-dra-device-class"
 
 
-def _data_parallel_flags(par: dict, container: dict, worker: bool) -> list[str]:
+def _data_parallel_flags(par: dict[str, Any], container: dict[str, Any], worker: bool) -> list[str]:
     """The flags KServe's data-parallel templates add when an LLMInferenceService has worker
     pods and spec.parallelism.data / dataLocal (pkg/controller/v1alpha2/llmisvc/
     config_merge.go:336-351 picks config-llm-worker-data-parallel): the leader runs
@@ -618,7 +625,9 @@ def _strategic_merge(base: Any, over: Any) -> Any:
     return over
 
 
-def with_base_refs(obj: dict, objects: dict) -> tuple[dict, list[tuple[str, str]]]:
+def with_base_refs(
+    obj: dict[str, Any], objects: dict[tuple[str, str], dict[str, Any]]
+) -> tuple[dict[str, Any], list[tuple[Severity, str]]]:
     """The object with spec.baseRefs applied as KServe does: each LLMInferenceServiceConfig
     (its own namespace, else `kserve`), in order, then the object's own spec on top
     (config_merge.go:357-384 MergeSpecs(configs..., llmSvc.Spec)); notes say what was used."""
@@ -627,7 +636,7 @@ def with_base_refs(obj: dict, objects: dict) -> tuple[dict, list[tuple[str, str]
     if not refs:
         return obj, []
     merged: Any = {}
-    notes: list[tuple[str, str]] = []
+    notes: list[tuple[Severity, str]] = []
     for name in refs[:32]:
         cfg = objects.get(("LLMInferenceServiceConfig", str(name)))
         if cfg is None:
@@ -645,7 +654,9 @@ def with_base_refs(obj: dict, objects: dict) -> tuple[dict, list[tuple[str, str]
     return {**obj, "spec": merged}, notes
 
 
-def read_llmisvc(obj: dict, objects: dict | None = None) -> list[ContainerView]:
+def read_llmisvc(
+    obj: dict[str, Any], objects: dict[tuple[str, str], dict[str, Any]] | None = None
+) -> list[ContainerView]:
     obj, ref_notes = with_base_refs(obj, objects or {})
     spec = _dict(obj.get("spec"))
     dra = _dict(_dict(obj.get("metadata")).get("annotations")).get(MANAGED_DRA_CLASS)
@@ -684,7 +695,7 @@ def read_llmisvc(obj: dict, objects: dict | None = None) -> list[ContainerView]:
             )
             view_notes = list(notes)
             if idx is None:
-                container: dict = {"name": "main"}
+                container: dict[str, Any] = {"name": "main"}
                 idx = len(containers)
                 view_notes.append(
                     (

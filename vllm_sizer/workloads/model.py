@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ..estimator.settings import EngineSettings
 from ..estimator.versions import VllmVersion
 from .vllm_args import Diagnostic
-
-# Annotation keys read from the workload's own metadata.
-ANNOTATION_MODEL_CONFIG = "vllm-sizer.io/model-config"  # inline config.json (JSON)
-ANNOTATION_VLLM_CONFIG = "vllm-sizer.io/vllm-config"  # contents of a --config YAML file
-ANNOTATION_MODE = "vllm-sizer.io/mode"
-ANNOTATION_HEADROOM = "vllm-sizer.io/headroom"
-ANNOTATION_SKIP = "vllm-sizer.io/skip"
-# Stable label on the pod templates of sized workloads: the OOM watch selects pods by it.
-SIZED_LABEL = "vllm-sizer.io/sized"
 
 ModelConfigSource = Literal["annotation", "catalog", "resolver", "none"]
 
@@ -81,7 +73,7 @@ class Workload:
 
     # The container's other vLLM invocations (a script's if/else branches, ...), each read
     # like this one (same container, paths and limits): the estimate sizes the largest.
-    alternatives: list["Workload"] = field(default_factory=list)
+    alternatives: list[Workload] = field(default_factory=list)
     # Why no resources may be written for this container although it is read: its effective
     # memory limit is not known (a KServe runtime vllm-sizer cannot see, an unreadable quantity).
     patch_blocked: str | None = None

@@ -35,10 +35,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-
 from .expand import pointer
 from .limits import load_yaml
 from .view import ContainerView
+from .vllm_args import Severity
 
 MAX_DEPTH = 10
 MAX_NODES = 5000
@@ -47,11 +47,11 @@ API_SERVER = "vllm.entrypoints.openai.api_server"
 DYNAMO_VLLM = re.compile(r"\bpython[0-9.]*\s+-m\s+dynamo\.vllm\b")
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
@@ -72,10 +72,10 @@ def is_pod_spec(node: Any) -> bool:
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime", "LLMInferenceServiceConfig")
 
 
-def find_pod_templates(obj: dict) -> list[tuple[tuple[str | int, ...], dict]]:
+def find_pod_templates(obj: dict[str, Any]) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
     """(path segments of the pod spec, pod spec) for every pod spec in the object, in document
     order; a pod spec's own children are not searched (no pods inside pods)."""
-    found: list[tuple[tuple[str | int, ...], dict]] = []
+    found: list[tuple[tuple[str | int, ...], dict[str, Any]]] = []
     budget = [MAX_NODES]
 
     def walk(node: Any, path: tuple[str | int, ...]) -> None:
@@ -112,7 +112,9 @@ def labels_path(spec_path: tuple[str | int, ...]) -> str | None:
     return None
 
 
-def structural_views(obj: dict, patchable: bool, note: str | None = None) -> list[ContainerView]:
+def structural_views(
+    obj: dict[str, Any], patchable: bool, note: str | None = None
+) -> list[ContainerView]:
     views: list[ContainerView] = []
     ray = str(obj.get("apiVersion", "")).startswith("ray.io/") or obj.get("kind") in RAY_FLEETS
     for path, pod_spec in find_pod_templates(obj):
@@ -138,7 +140,9 @@ RAY_FLEETS = ("RayClusterFleet",)  # AIBrix: a RayCluster template, built by Kub
 KUBERAY_OVERWRITE = "ray.io/overwrite-container-cmd"
 
 
-def kuberay_container(c: dict, template: dict, head: bool = False) -> dict:
+def kuberay_container(
+    c: dict[str, Any], template: dict[str, Any], head: bool = False
+) -> dict[str, Any]:
     """The Ray container (index 0) of a head or worker group as KubeRay runs it: unless the
     command already holds `ray start` or the template says ray.io/overwrite-container-cmd, KubeRay
     replaces command/args by `/bin/bash -lc -- "<command args> && ulimit ...; ray start ..."`
@@ -175,7 +179,7 @@ def _at(obj: Any, path: tuple[str | int, ...]) -> Any:
 
 
 def pod_views(
-    pod_spec: dict,
+    pod_spec: dict[str, Any],
     base: tuple[str | int, ...],
     *,
     patchable: bool = True,
@@ -206,7 +210,7 @@ def pod_views(
     return views
 
 
-def dynamo_rewrite(c: dict) -> dict:
+def dynamo_rewrite(c: dict[str, Any]) -> dict[str, Any]:
     """`python3 -m dynamo.vllm ARGS` (in command, args or a `sh -c` script) → the api_server
     module with ARGS (the model as `--model`, as Dynamo takes it): Dynamo's vLLM worker parses
     vLLM's engine flags (components/src/dynamo/vllm/args.py adds AsyncEngineArgs to its
@@ -272,7 +276,7 @@ def _hf_ref(url: str) -> str:
     return url
 
 
-def _profile_resources(profile: str) -> tuple[dict, list[tuple[str, str]]]:
+def _profile_resources(profile: str) -> tuple[dict[str, Any], list[tuple[Severity, str]]]:
     """KubeAI resourceProfile "<name>:<count>" → what the reader can tell of the device; the
     profile's requests/limits live in KubeAI's configuration (helm values resourceProfiles),
     not in the CR."""
@@ -296,7 +300,7 @@ def _profile_resources(profile: str) -> tuple[dict, list[tuple[str, str]]]:
     ]
 
 
-def read_kubeai_model(obj: dict) -> list[ContainerView]:
+def read_kubeai_model(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     if str(spec.get("engine", "")).upper() != "VLLM":
         return []  # OLlama, FasterWhisper, Infinity: not vLLM
@@ -347,7 +351,7 @@ def read_kubeai_model(obj: dict) -> list[ContainerView]:
 
 
 # ------------------------------------------------------------------ production-stack VLLMRuntime
-def read_vllm_runtime(obj: dict) -> list[ContainerView]:
+def read_vllm_runtime(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     model = _dict(spec.get("model"))
     vc = _dict(spec.get("vllmConfig"))
@@ -436,7 +440,7 @@ FRONTEND = "frontend"  # componentType / type of Dynamo's HTTP frontend (runs no
 NO_ENGINE_COMPONENTS = {FRONTEND, "planner"}
 
 
-def _dynamo_resources(res: dict) -> dict:
+def _dynamo_resources(res: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for section in ("limits", "requests"):
         item = _dict(res.get(section))
@@ -452,7 +456,7 @@ def _dynamo_resources(res: dict) -> dict:
     return out
 
 
-def read_dynamo(obj: dict) -> list[ContainerView]:
+def read_dynamo(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     views: list[ContainerView] = []
     if "components" in spec and "services" not in spec:  # v1beta1: podTemplate per component
@@ -461,7 +465,7 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
             if str(comp.get("type", "")).lower() in NO_ENGINE_COMPONENTS:
                 continue
             tmpl = _dict(comp.get("podTemplate"))
-            base = ("spec", "components", i, "podTemplate")
+            base: tuple[str | int, ...] = ("spec", "components", i, "podTemplate")
             for v in pod_views(
                 _dict(tmpl.get("spec")),
                 (*base, "spec"),
@@ -514,7 +518,7 @@ def read_dynamo(obj: dict) -> list[ContainerView]:
 
 
 # ------------------------------------------------------------------ KubeRay / Ray Serve LLM
-def _kwargs_flags(kwargs: dict) -> list[str]:
+def _kwargs_flags(kwargs: dict[str, Any]) -> list[str]:
     flags: list[str] = []
     for key, value in kwargs.items():
         flag = "--" + str(key).replace("_", "-")
@@ -531,17 +535,19 @@ def _kwargs_flags(kwargs: dict) -> list[str]:
     return flags
 
 
-def _ray_cluster_spec(obj: dict) -> tuple[dict, tuple[str, ...]]:
+def _ray_cluster_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     spec = _dict(obj.get("spec"))
     if obj.get("kind") == "RayService":
         return _dict(spec.get("rayClusterConfig")), ("spec", "rayClusterConfig")
     return spec, ("spec",)
 
 
-def _gpu_group(cluster: dict, base: tuple[str, ...]) -> tuple[dict, str, dict] | None:
+def _gpu_group(
+    cluster: dict[str, Any], base: tuple[str, ...]
+) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
     """(container, container pointer, pod spec) of the first worker group container that asks
     for accelerators, else the first worker container, else the head's."""
-    candidates: list[tuple[dict, str, dict]] = []
+    candidates: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
     for i, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
         pod = _dict(_dict(_dict(group).get("template")).get("spec"))
         for j, c in enumerate(_list(pod.get("containers"))):
@@ -587,7 +593,7 @@ RAY_APP_ENV_FLAGS = {
 }
 
 
-def _is_vllm_app(app: dict, worker_image: str) -> bool:
+def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
     """A Ray Serve application that runs vLLM: ray.serve.llm, or an app whose import path,
     deployments, pip requirements or worker image name vLLM."""
     deployments = " ".join(str(_dict(d).get("name") or "") for d in _list(app.get("deployments")))
@@ -597,14 +603,16 @@ def _is_vllm_app(app: dict, worker_image: str) -> bool:
     return "vllm" in text.lower() or "ray-llm" in worker_image.lower()
 
 
-def _serve_engines(app: dict, worker_image: str) -> list[tuple[str, str | None, list[str], str]]:
+def _serve_engines(
+    app: dict[str, Any], worker_image: str
+) -> list[tuple[str, str | None, list[str], str]]:
     """(engine name, model, vLLM flags, how they were read) for each vLLM engine an
     application starts."""
     out: list[tuple[str, str | None, list[str], str]] = []
     for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
         llm = _dict(llm)
         loading = _dict(llm.get("model_loading_config"))
-        model = loading.get("model_source") or loading.get("model_id")
+        source = loading.get("model_source") or loading.get("model_id")
         kwargs = dict(_dict(llm.get("engine_kwargs")))
         if kwargs.get("device") == "auto":
             kwargs.pop("device")
@@ -612,7 +620,7 @@ def _serve_engines(app: dict, worker_image: str) -> list[tuple[str, str | None, 
         out.append(
             (
                 name,
-                model if isinstance(model, str) else None,
+                source if isinstance(source, str) else None,
                 _kwargs_flags(kwargs),
                 "Ray Serve LLM engine_kwargs",
             )
@@ -644,7 +652,7 @@ def _serve_engines(app: dict, worker_image: str) -> list[tuple[str, str | None, 
     return [(str(app.get("name") or "app"), model, flags, how)]
 
 
-def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
+def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
     """The vLLM engines a RayService's serveConfigV2 starts (Ray Serve LLM's llm_configs, or a
     custom vLLM app configured by env_vars), each on the worker group that holds the GPUs.
     Reported, never patched: the engine shares its pod with Ray."""
@@ -684,7 +692,7 @@ def read_ray_serve_llm(obj: dict) -> list[ContainerView]:
     views: list[ContainerView] = []
     for name, model, flags, how in engines:
         argv = ["vllm", "serve", *([model] if model else []), *flags]
-        notes = [
+        notes: list[tuple[Severity, str]] = [
             (
                 "warning",
                 "Ray Serve runs this vLLM engine inside a Ray worker "
@@ -721,7 +729,7 @@ KAITO_GPU_UTIL, KAITO_GPU_UTIL_A10 = "0.84", "0.82"
 
 def _kaito_config_flags(
     name: Any, config_maps: dict[str, dict[str, str]]
-) -> tuple[list[str], list[tuple[str, str]]]:
+) -> tuple[list[str], list[tuple[Severity, str]]]:
     """KAITO appends each key of the config file's `vllm:` section as `--key value`
     (presets/workspace/inference/vllm/inference_api.py:128-146); the file is the key
     inference_config.yaml of the ConfigMap `inference.config` (pkg/model/interface.go:55,483)."""
@@ -749,7 +757,11 @@ def _kaito_config_flags(
 
 
 def _kaito_views(
-    obj: dict, inference: dict, resource: dict, base: tuple[str, ...], config_maps: dict
+    obj: dict[str, Any],
+    inference: dict[str, Any],
+    resource: dict[str, Any],
+    base: tuple[str, ...],
+    config_maps: dict[str, Any],
 ) -> list[ContainerView]:
     views: list[ContainerView] = []
     preset = _dict(inference.get("preset"))
@@ -801,7 +813,9 @@ def _kaito_views(
     return views
 
 
-def read_kaito_workspace(obj: dict, config_maps: dict | None = None) -> list[ContainerView]:
+def read_kaito_workspace(
+    obj: dict[str, Any], config_maps: dict[str, Any] | None = None
+) -> list[ContainerView]:
     """A KAITO Workspace (inference at the top level) or InferenceSet (spec.template): the
     preset's model and KAITO's vLLM command line, or the pod template it runs as given."""
     cms = config_maps or {}
@@ -828,7 +842,9 @@ def read_kaito_workspace(obj: dict, config_maps: dict | None = None) -> list[Con
 LLMAZ_VLLM_IMAGE = "vllm/vllm-openai:v0.7.3"
 
 
-def _llmaz_model(claim_name: Any, objects: dict) -> tuple[str | None, dict, list[tuple[str, str]]]:
+def _llmaz_model(
+    claim_name: Any, objects: dict[tuple[str, str], dict[str, Any]]
+) -> tuple[str | None, dict[str, Any], list[tuple[Severity, str]]]:
     """(model id or URI, the first flavor's limits, notes) of an OpenModel by name."""
     model = _dict(objects.get(("OpenModel", str(claim_name))))
     if not model:
@@ -850,7 +866,9 @@ def _llmaz_model(claim_name: Any, objects: dict) -> tuple[str | None, dict, list
     )
 
 
-def read_llmaz_playground(obj: dict, objects: dict | None = None) -> list[ContainerView]:
+def read_llmaz_playground(
+    obj: dict[str, Any], objects: dict[tuple[str, str], dict[str, Any]] | None = None
+) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     brc = _dict(spec.get("backendRuntimeConfig"))
     backend = str(brc.get("backendName") or "vllm")
@@ -918,7 +936,7 @@ def read_llmaz_playground(obj: dict, objects: dict | None = None) -> list[Contai
 KTHENA_VLLM_TYPES = ("vllm", "vllmdisaggregated")
 
 
-def _kthena_flags(config: dict) -> list[str]:
+def _kthena_flags(config: dict[str, Any]) -> list[str]:
     flags: list[str] = []
     for key, value in config.items():
         flag = f"--{key}"
@@ -933,7 +951,7 @@ def _kthena_flags(config: dict) -> list[str]:
     return flags
 
 
-def read_model_booster(obj: dict) -> list[ContainerView]:
+def read_model_booster(obj: dict[str, Any]) -> list[ContainerView]:
     spec = _dict(obj.get("spec"))
     backends = [_dict(spec.get("backend"))] if spec.get("backend") else []
     backends += [_dict(b) for b in _list(spec.get("backends"))]

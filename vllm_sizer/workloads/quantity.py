@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
+_DECIMAL: dict[str, int | Fraction] = {
     "n": Fraction(1, 10**9),
     "u": Fraction(1, 10**6),
     "m": Fraction(1, 1000),

@@ -32,26 +32,26 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
+from typing import Any
 
 from ..estimator import catalog
 from ..estimator.names import resolve_model
 from ..estimator.versions import VllmVersion
 from . import images, kinds, limits, platforms, vllm_flags
+from .api_names import (
+    ANNOTATION_MODEL_CONFIG,
+    ANNOTATION_SKIP,
+    ANNOTATION_VLLM_CONFIG,
+    MODEL_CONFIGS_LABEL,
+    SIZED_LABEL,
+)
 from .device import detect_device
 from .execution import executed, executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
-from .model import (
-    ANNOTATION_MODEL_CONFIG,
-    ANNOTATION_SKIP,
-    ANNOTATION_VLLM_CONFIG,
-    SIZED_LABEL,
-    ReadContext,
-    Workload,
-)
+from .model import ModelConfigSource, ReadContext, Workload
 from .quantity import parse_quantity
 from .shell import SHELLS, find_shell, run_script
 from .view import ContainerView
@@ -113,11 +113,11 @@ NOT_RUNNING = {
 _CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
 
 
-def _dict(x: Any) -> dict:
+def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
@@ -154,7 +154,7 @@ class _ObjectInfo:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @classmethod
-    def of(cls, obj: dict, context: ReadContext) -> "_ObjectInfo":
+    def of(cls, obj: dict[str, Any], context: ReadContext) -> _ObjectInfo:
         meta = _dict(obj.get("metadata"))
         annotations = {
             str(k): v for k, v in _dict(meta.get("annotations")).items() if isinstance(v, str)
@@ -218,7 +218,7 @@ class _ObjectInfo:
                         ANNOTATION_VLLM_CONFIG,
                     )
                 )
-            except Exception as exc:  # yaml raises many types
+            except Exception as exc:  # noqa: BLE001 - yaml raises many types
                 loaded = None
                 info.diagnostics.append(
                     Diagnostic(
@@ -280,7 +280,7 @@ class _ObjectInfo:
                 )
             )
 
-    def config_loader(self) -> Callable[[str], dict | None] | None:
+    def config_loader(self) -> Callable[[str], dict[str, Any] | None] | None:
         if self.vllm_config is None:
             return None
         cfg = self.vllm_config
@@ -288,7 +288,7 @@ class _ObjectInfo:
 
 
 # ---------------------------------------------------------------------------- public API
-def read_workloads(obj: dict, context: ReadContext | None = None) -> list[Workload]:
+def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> list[Workload]:
     """One Workload per vLLM container of a parsed Kubernetes object; [] when the object is not
     a workload kind or runs no vLLM. Never raises."""
     with limits.budget() as budget:
@@ -336,7 +336,7 @@ def _group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
-def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
+def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
     kind = obj.get("kind")
     api = obj.get("apiVersion")
     if not isinstance(kind, str) or not isinstance(api, str):
@@ -413,7 +413,7 @@ def _views(obj: dict, ctx: ReadContext) -> list[ContainerView]:
     return views
 
 
-def _pod_views(pod_spec: dict, base: tuple[str, ...]) -> list[ContainerView]:
+def _pod_views(pod_spec: dict[str, Any], base: tuple[str, ...]) -> list[ContainerView]:
     return platforms.pod_views(pod_spec, base, labels=platforms.labels_path(base))
 
 
@@ -505,7 +505,7 @@ def _locate_all(
         return []
     script, rest = sh
     found: list[_Located] = []
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
         if cmd.words[0] in NOT_RUNNING:
             continue  # `echo "vllm serve ..."` prints, it does not run
@@ -682,7 +682,7 @@ def _mounted_files(view: ContainerView, config_maps: dict[str, dict[str, str]]) 
     return out
 
 
-def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
+def _read_env(container: dict[str, Any]) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
     env: dict[str, str] = {}
     unknown: set[str] = set()
     diags: list[Diagnostic] = []
@@ -742,7 +742,7 @@ def _read_env(container: dict) -> tuple[dict[str, str], set[str], bool, list[Dia
     return env, unknown, bool(env_from), diags
 
 
-def _memory(resources: dict, section: str, diags: list[Diagnostic]) -> int | None:
+def _memory(resources: dict[str, Any], section: str, diags: list[Diagnostic]) -> int | None:
     raw = _dict(resources.get(section)).get("memory")
     if raw is None:
         return None
@@ -1097,11 +1097,11 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 def _read_invocation(
     info: _ObjectInfo,
     view: ContainerView,
-    c: dict,
+    c: dict[str, Any],
     image: str | None,
     env: dict[str, str],
     diags: list[Diagnostic],
-    located: "_Located",
+    located: _Located,
     unknown: set[str],
 ) -> Workload:
     """One vLLM invocation of a container → a Workload (settings, model, diagnostics)."""
@@ -1257,14 +1257,11 @@ def _read_invocation(
             )
         # huggingfaceserver: --model_id wins; otherwise --model_dir (default /mnt/models,
         # where KServe downloads the storageUri)
-        if hf_args.model_id:
-            model = hf_args.model_id
-        else:
-            model = hf_args.model_dir or MODEL_DIR
+        model = hf_args.model_id or hf_args.model_dir or MODEL_DIR
     lookup_keys: list[str] = []
-    if model and storage and (model == MODEL_DIR or model.startswith(MODEL_DIR + "/")):
-        model = _storage_model(storage)
-    elif model is None and storage and hf_args is not None:
+    if (model and storage and (model == MODEL_DIR or model.startswith(MODEL_DIR + "/"))) or (
+        model is None and storage and hf_args is not None
+    ):
         model = _storage_model(storage)
     if model is None:
         model = _default_model(version)
@@ -1533,7 +1530,7 @@ def _served_names(flags: list[str]) -> list[str]:
     return [v for v in out if v][:8]
 
 
-def _env_from_sources(container: dict) -> list[str]:
+def _env_from_sources(container: dict[str, Any]) -> list[str]:
     out = []
     for ef in _list(container.get("envFrom")):
         ef = _dict(ef)
@@ -1545,11 +1542,13 @@ def _env_from_sources(container: dict) -> list[str]:
 
 
 def _script_files_loader(
-    files: dict[str, str], fallback: Callable[[str], dict | None] | None, diags: list[Diagnostic]
-) -> Callable[[str], dict | None]:
+    files: dict[str, str],
+    fallback: Callable[[str], dict[str, Any] | None] | None,
+    diags: list[Diagnostic],
+) -> Callable[[str], dict[str, Any] | None]:
     """--config FILE written by the container's own script (`cat > FILE <<EOF`) first."""
 
-    def load(path: str) -> dict | None:
+    def load(path: str) -> dict[str, Any] | None:
         if path in files:
             try:
                 loaded = limits.load_yaml(files[path])
@@ -1581,7 +1580,7 @@ def _script_files_loader(
 
 def _resolve_config(
     info: _ObjectInfo, keys: list[str], served_names: list[str] | None = None
-) -> tuple[dict[str, Any] | None, str, list[Diagnostic], str | None]:
+) -> tuple[dict[str, Any] | None, ModelConfigSource, list[Diagnostic], str | None]:
     """(config, source, diagnostics, note) for the model the container serves: the object's
     annotation, then the catalog by exact id or path, then the caller's resolver (cluster
     ConfigMaps, the Hub), then the catalog's name rules (estimator.names), then the
@@ -1655,10 +1654,8 @@ def _how_to_supply(model: str, info: _ObjectInfo) -> str:
     annotation = (
         f"set the {ANNOTATION_MODEL_CONFIG} annotation on {where} to the model's config.json"
     )
-    if (
-        model.startswith(("/", "."))
-        or "://" in model
-        and not model.lower().startswith(("hf://", "huggingface://"))
+    if model.startswith(("/", ".")) or (
+        "://" in model and not model.lower().startswith(("hf://", "huggingface://"))
     ):
         return (
             f"The model is read from {model!r}, which vllm-sizer cannot open: {annotation} "
@@ -1669,10 +1666,10 @@ def _how_to_supply(model: str, info: _ObjectInfo) -> str:
         org, name = model.split("://", 1)[-1].split("@", 1)[0].strip("/").split("/", 1)
         return (
             f"Supply it: {annotation}, or put it in a ConfigMap labelled "
-            f"vllm-sizer.io/model-configs=true under the key '{org}--{name}', or enable the "
+            f"{MODEL_CONFIGS_LABEL}=true under the key '{org}--{name}', or enable the "
             "Hub lookup (hub.enabled)"
         )
     return f"Supply it: {annotation}"
 
 
-__all__ = ["read_workloads", "ReadContext", "Workload"]
+__all__ = ["ReadContext", "Workload", "read_workloads"]

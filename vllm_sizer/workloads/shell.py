@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from . import limits
 
@@ -148,7 +148,7 @@ def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
                 break
             if not opt.startswith("--") and "c" in opt[1:]:
                 has_c = True
-            if opt.startswith(("-o", "+o")) and opt[1:] == "o" or opt == "-O":
+            if (opt.startswith(("-o", "+o")) and opt[1:] == "o") or opt == "-O":
                 j += 1  # `-o pipefail`
             j += 1
         if has_c and j < len(argv):
@@ -202,12 +202,12 @@ class _Tokenizer:
                 tok = value.strip()
             tokens.append(tok)
         try:  # anything but integers and + - * / % ( ) raises in the parser
-            value, rest = _arith_sum(tokens)
+            result, rest = _arith_sum(tokens)
         except (ValueError, ZeroDivisionError, IndexError):
             return None
-        if rest or abs(value) > 10**18:
+        if rest or abs(result) > 10**18:
             return None
-        return str(value)
+        return str(result)
 
     def _special(self, name: str) -> tuple[str, str | None]:
         if name.isascii() and name.isdigit():
@@ -555,8 +555,9 @@ class _Tokenizer:
                         self.i = end + 1
                     else:
                         m = _QUOTED_RUN.match(s, self.i)
-                        cur.append(m.group(0))
-                        self.i = m.end()
+                        run = m.group(0) if m else ch  # a backslash that ends the script
+                        cur.append(run)
+                        self.i += len(run)
                 self.i += 1
             elif c == "$":
                 expansion(quoted=False)
@@ -645,17 +646,17 @@ def _run_script(
         # A conditional assignment is applied only when its value is fully known: an
         # unknown value must not replace a known one on a branch that may not run.
         skip_assign = (depth > 0 or after_logical) and bool(unresolved)
-        arrays = [m for m in (_ARRAY_WORD.match(w) for w in ws) if m]
+        arrays = [a for a in (_ARRAY_WORD.match(w) for w in ws) if a]
         if arrays and len(arrays) == len(ws):  # only array assignments: NAME=( ) / NAME+=( )
-            for m in arrays:
-                items = m.group(3).split(ARRAY_SEP) if m.group(3) else []
-                if m.group(2):
-                    tok.arrays.setdefault(m.group(1), []).extend(items)
+            for am in arrays:
+                items = am.group(3).split(ARRAY_SEP) if am.group(3) else []
+                if am.group(2):
+                    tok.arrays.setdefault(am.group(1), []).extend(items)
                 else:
-                    tok.arrays[m.group(1)] = items
-                if len(tok.arrays[m.group(1)]) > limits.MAX_ARGS:
-                    del tok.arrays[m.group(1)]  # past the bounds: unknown, left literal
-                    budget.note(f"array {m.group(1)} with more than {limits.MAX_ARGS} items")
+                    tok.arrays[am.group(1)] = items
+                if len(tok.arrays[am.group(1)]) > limits.MAX_ARGS:
+                    del tok.arrays[am.group(1)]  # past the bounds: unknown, left literal
+                    budget.note(f"array {am.group(1)} with more than {limits.MAX_ARGS} items")
             continue
         prefix: dict[str, str] = {}
         k = 0

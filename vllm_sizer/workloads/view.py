@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .vllm_args import Severity
+
 
 @dataclass
 class ContainerView:
@@ -20,7 +22,7 @@ class ContainerView:
     extra_flags: list[str] = field(default_factory=list)
     model_uri: str | None = None
     llmisvc: bool = False
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
+    notes: list[tuple[Severity, str]] = field(default_factory=list)  # (severity, message)
     skip_reason: str | None = None
     injected_env: tuple[str, ...] = ()  # set by a controller at runtime (values unknown)
     # set by a controller with values known from the object (LWS_GROUP_SIZE: the LWS size)

@@ -13,14 +13,16 @@ Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py; ../shared
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from ..estimator.settings import EngineSettings
 from ..estimator.versions import VllmVersion
 from . import vllm_flags as vf
+from .api_names import ANNOTATION_VLLM_CONFIG
 
 Severity = Literal["error", "warning", "info"]
 
@@ -289,7 +291,7 @@ def _spans(versions: list[str]) -> str:
     known = vf.known_versions()
     idx = sorted(known.index(v) for v in versions)
     parts, start, prev = [], idx[0], idx[0]
-    for i in idx[1:] + [None]:
+    for i in [*idx[1:], None]:
         if i is not None and i == prev + 1:
             prev = i
             continue
@@ -511,14 +513,14 @@ def parse_vllm_args(
                 out.config_file = path
                 try:
                     loaded = config_loader(path) if config_loader else None
-                except Exception:  # a caller's loader must not break the reader
+                except Exception:  # noqa: BLE001 - a caller's loader must not break the reader
                     loaded = None
                 if not isinstance(loaded, dict):
                     out.diagnostics.append(
                         Diagnostic(
                             "warning",
                             "config file contents unknown: settings in it are not "
-                            "seen (inline them with the vllm-sizer.io/vllm-config annotation)",
+                            f"seen (inline them with the {ANNOTATION_VLLM_CONFIG} annotation)",
                             flag="--config",
                             raw=path,
                         )
@@ -581,7 +583,7 @@ def parse_vllm_args(
             ):
                 out.lora_modules.extend(values)
             continue
-        target, conv = spec
+        target, conv = spec[0], spec[1]
         if conv == "bool":
             if kind in ("t", "f", "c"):
                 value = kind != "f"
@@ -675,7 +677,7 @@ def _rejection(
 ) -> Diagnostic:
     """The diagnostic for an option vLLM's parser rejects (its startup error)."""
     accepted_by = [t.version for t, _ in accepting]
-    pick = ([a for a in accepting if not a[1].abbreviated] or accepting or [None])[-1]
+    pick = ([a for a in accepting if not a[1].abbreviated] or accepting)[-1] if accepting else None
     read_as = f"; read as {pick[1].option} of vLLM {pick[0].version}" if pick else ""
     if version is not None:
         also = f" (accepted by vLLM {_spans(accepted_by)})" if accepted_by else ""
@@ -856,12 +858,12 @@ def _convert(kind: Kind, raw: str) -> Any:
         return v
     if kind == "float":
         try:
-            v = float(raw.strip())
+            f = float(raw.strip())
         except ValueError:
             raise ValueError("not a number") from None
-        if not (v == v) or v < 0 or v > 1e6:  # NaN, negative, absurd
+        if not (f == f) or f < 0 or f > 1e6:  # NaN, negative, absurd
             raise ValueError("out of range")
-        return v
+        return f
     return raw
 
 
@@ -873,6 +875,7 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
         if not spec or not spec[0]:
             continue
         target, kind = spec
+        assert target is not None  # checked above (flags without a target were skipped)
         if target == "kv_transfer_config":
             if out.kv_transfer_json is None:
                 obj = v if isinstance(v, dict) else _json_value(str(v), None, out.diagnostics, key)
@@ -881,6 +884,7 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
             continue
         if target in out.values:
             continue
+        value: Any
         try:
             if kind == "bool":
                 value = v if isinstance(v, bool) else _bool_text(str(v))

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from ..estimator.versions import VllmVersion
 
@@ -75,7 +75,7 @@ version_key = _vkey
 def _tables() -> dict[str, dict[str, OptionTable]]:
     raw = json.loads(resources.files(__package__).joinpath("data/vllm_flags.json").read_text())
     out: dict[str, dict[str, OptionTable]] = {}
-    current: dict[str, dict[str, list]] = {}
+    current: dict[str, dict[str, list[Any]]] = {}
     for version in sorted(raw["versions"], key=_vkey):
         entry = raw["versions"][version]
         out[version] = {}

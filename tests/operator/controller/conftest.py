@@ -68,7 +68,7 @@ def settings() -> OperatorSettings:
 
 
 @pytest.fixture
-def api(kmock) -> KubeApi:  # noqa: ANN001
+def api(kmock) -> KubeApi:
     kmock.resources["v1/events"] = {}
     kmock.resources["v1/configmaps"] = {}
     kmock.resources["v1/pods"] = {}

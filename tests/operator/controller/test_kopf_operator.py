@@ -11,8 +11,8 @@ import logging
 import kopf
 import pytest
 
-from vllm_sizer.operator.controller import (KOPF_PREFIX, LAST_EVENT_ANNOTATION, KubeApi, Sizer,
-                                            api_client_for, register)
+from vllm_sizer.operator.controller import KubeApi, Sizer, api_client_for, register
+from vllm_sizer.workloads.api_names import KOPF_PREFIX, LAST_EVENT_ANNOTATION
 
 from .conftest import DEPLOYMENTS, current, events, example, put, stored
 from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY  # noqa: F401

@@ -14,7 +14,8 @@ from aiohttp import web
 from vllm_sizer.operator.controller import Sizer
 from vllm_sizer.operator.model_configs import (ClusterModelConfigs, HubConfigFetcher,
                                                configmap_key_to_model)
-from vllm_sizer.operator.settings import MODEL_CONFIGS_LABEL, OperatorSettings
+from vllm_sizer.operator.settings import OperatorSettings
+from vllm_sizer.workloads.api_names import MODEL_CONFIGS_LABEL
 
 from .conftest import DEPLOYMENTS, events, example, put, stored
 
@@ -245,7 +246,7 @@ async def test_stale_hit_answers_at_once_and_refreshes_in_the_background(kmock, 
 
 @pytest.mark.asyncio
 async def test_limit_range_ceilings(kmock, api):
-    from vllm_sizer.operator.model_configs import ClusterLimitRanges, limit_range_maxima
+    from vllm_sizer.operator.cluster_listings import ClusterLimitRanges, limit_range_maxima
 
     kmock.resources["v1/limitranges"] = {}
     lr = {"apiVersion": "v1", "kind": "LimitRange",

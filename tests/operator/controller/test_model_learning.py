@@ -10,7 +10,8 @@ import pytest
 
 from vllm_sizer.operator.controller.model_learning import LEARNED_CONFIGMAP, ModelLearner
 from vllm_sizer.operator.model_configs import HubConfigFetcher
-from vllm_sizer.operator.settings import MODEL_CONFIGS_LABEL, OperatorSettings
+from vllm_sizer.operator.settings import OperatorSettings
+from vllm_sizer.workloads.api_names import MODEL_CONFIGS_LABEL
 
 from .conftest import current
 from .test_model_configs import CONFIG, hub, lookup_for  # noqa: F401 - hub: the Hub-like server

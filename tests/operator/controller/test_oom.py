@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 
 from vllm_sizer.operator.controller import OomWatcher
 from vllm_sizer.operator.controller.oom import SELECTOR, estimate_for, human_duration
-from vllm_sizer.operator.settings import LAST_OOM_ANNOTATION, SIZED_LABEL
+from vllm_sizer.workloads.api_names import LAST_OOM_ANNOTATION, SIZED_LABEL
 
 from .conftest import DEPLOYMENTS, current, events, example, put, requests_of, stored
 

@@ -10,8 +10,7 @@ import copy
 import pytest
 
 from vllm_sizer.operator.controller import OomWatcher, PodVerdicts
-from vllm_sizer.operator.controller.pods import PODS_ANNOTATION
-from vllm_sizer.operator.settings import SIZED_LABEL
+from vllm_sizer.workloads.api_names import PODS_ANNOTATION, SIZED_LABEL
 
 from .conftest import DEPLOYMENTS, current, events, example, put, requests_of, stored
 

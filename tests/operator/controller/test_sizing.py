@@ -8,14 +8,15 @@ import json
 import jsonpatch
 import pytest
 
-from vllm_sizer.operator.controller import (LAST_EVENT_ANNOTATION, Sizer, sized_label_patch)
+from vllm_sizer.operator.controller import Sizer, sized_label_patch
+from vllm_sizer.workloads.api_names import DECISION_ANNOTATION, ESTIMATE_ANNOTATION, LAST_EVENT_ANNOTATION, SIZED_LABEL
 from vllm_sizer.operator.controller.kube import JSON_PATCH
-from vllm_sizer.operator.settings import OperatorSettings, SIZED_LABEL
-from vllm_sizer.policy.review import A_DECISION, A_ESTIMATE, review_object
+from vllm_sizer.operator.settings import OperatorSettings
+from vllm_sizer.policy.review import review_object
 from vllm_sizer.policy.settings import PolicySettings
 
 from .conftest import DEPLOYMENTS, current, events, example, put, requests_of, stored
-from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY  # noqa: F401
+from tests.expected import FIT_02, NEED_01_GI, NEED_01_QUANTITY
 
 UNDERSIZED = "01-cpu-lora-deployment"  # 8Gi limit, needs NEED_01_GI
 
@@ -32,8 +33,8 @@ async def test_pre_existing_undersized_deployment_is_annotated_and_gets_one_even
     assert result.action == "annotated" and result.reason == "Undersized"
     obj = current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")
     ann = obj["metadata"]["annotations"]
-    assert ann[A_ESTIMATE].endswith("Gi")
-    assert ann[A_DECISION] == f"warn: undersized, needs {NEED_01_GI}"
+    assert ann[ESTIMATE_ANNOTATION].endswith("Gi")
+    assert ann[DECISION_ANNOTATION] == f"warn: undersized, needs {NEED_01_GI}"
     assert ann[LAST_EVENT_ANNOTATION].startswith("Undersized ")
     assert json.loads(ann["vllm-sizer.io/breakdown"])["vllm"]
     assert limits(obj) == "8Gi", "the controller must not touch a running template"
@@ -106,7 +107,7 @@ async def test_object_sized_by_the_webhook_gets_one_sized_event_and_no_rewrite(k
     assert result.reason == "Sized"
     assert set(result.annotations) == {LAST_EVENT_ANNOTATION}, "the webhook's annotations stay"
     ann = current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")["metadata"]["annotations"]
-    assert ann[A_DECISION].startswith(f"mutate: limits.memory 8.0Gi → {NEED_01_GI}")
+    assert ann[DECISION_ANNOTATION].startswith(f"mutate: limits.memory 8.0Gi → {NEED_01_GI}")
 
 
 @pytest.mark.asyncio
@@ -290,7 +291,7 @@ async def test_mode_off_after_a_mutation_rewrites_the_annotations(kmock, api, se
     result = await Sizer(api, settings).size(admitted)
     assert result.action == "annotated" and result.reason is None
     ann = current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")["metadata"]["annotations"]
-    assert ann[A_DECISION] == "off: not sized (vllm-sizer mode is off)"
-    assert A_ESTIMATE not in ann and "vllm-sizer.io/breakdown" not in ann
+    assert ann[DECISION_ANNOTATION] == "off: not sized (vllm-sizer mode is off)"
+    assert ESTIMATE_ANNOTATION not in ann and "vllm-sizer.io/breakdown" not in ann
     assert events(kmock, "llm") == []
     assert limits(current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")) == limits(admitted)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from vllm_sizer.operator import cluster_listings, model_configs
-from vllm_sizer.operator.model_configs import ClusterLimitRanges
+from vllm_sizer.operator import cluster_listings
+from vllm_sizer.operator.cluster_listings import ClusterLimitRanges
 from vllm_sizer.operator.settings import OperatorSettings
 
 LIMIT_RANGE = {"metadata": {"name": "lr", "namespace": "team-a"},

@@ -12,8 +12,9 @@ import jsonpatch
 import pytest
 
 from vllm_sizer.operator.settings import MUTATE_PATH, VALIDATE_PATH, OperatorSettings
-from vllm_sizer.policy.review import A_DECISION, A_ESTIMATE, review_object
-from vllm_sizer.workloads.model import SIZED_LABEL, ReadContext
+from vllm_sizer.policy.review import review_object
+from vllm_sizer.workloads.api_names import DECISION_ANNOTATION, ESTIMATE_ANNOTATION, SIZED_LABEL
+from vllm_sizer.workloads.model import ReadContext
 from vllm_sizer.workloads.quantity import parse_quantity
 
 from .conftest import lora_deployment, review
@@ -60,7 +61,7 @@ async def test_unsized_vllm_pod_is_sized_on_create(start_webhook, owner):
     assert c["requests"]["memory"] == c["limits"]["memory"]
     assert c["limits"]["cpu"] == "8"
     ann = mutated["metadata"]["annotations"]
-    assert ann[A_DECISION].startswith("mutate: limits.memory 8.0Gi →") and ann[A_ESTIMATE]
+    assert ann[DECISION_ANNOTATION].startswith("mutate: limits.memory 8.0Gi →") and ann[ESTIMATE_ANNOTATION]
     assert mutated["metadata"]["labels"][SIZED_LABEL] == "true"  # the OOM watch follows it
     assert mutated["metadata"].get("ownerReferences") == pod["metadata"].get("ownerReferences")
     # reinvocation: nothing more

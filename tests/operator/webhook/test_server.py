@@ -14,7 +14,8 @@ import pytest
 
 from vllm_sizer.estimator.units import GiB
 from vllm_sizer.operator.settings import HEALTH_PATH, METRICS_PATH, MUTATE_PATH, VALIDATE_PATH, OperatorSettings
-from vllm_sizer.policy.review import A_DECISION, A_ESTIMATE, review_object
+from vllm_sizer.policy.review import review_object
+from vllm_sizer.workloads.api_names import DECISION_ANNOTATION, ESTIMATE_ANNOTATION
 from vllm_sizer.workloads.model import ReadContext
 from vllm_sizer.workloads.quantity import parse_quantity
 from tests.conftest import QWEN3_0_6B
@@ -49,8 +50,8 @@ async def test_create_cpu_lora_8gi_is_mutated_and_the_patch_applies(start_webhoo
     assert new_limit > 8 * GiB
     assert parse_quantity(container(mutated)["resources"]["requests"]["memory"]) == new_limit
     assert container(mutated)["resources"]["limits"]["cpu"] == "8"  # untouched
-    assert mutated["metadata"]["annotations"][A_ESTIMATE].endswith("Gi")
-    assert mutated["metadata"]["annotations"][A_DECISION].startswith("mutate: limits.memory 8.0Gi →")
+    assert mutated["metadata"]["annotations"][ESTIMATE_ANNOTATION].endswith("Gi")
+    assert mutated["metadata"]["annotations"][DECISION_ANNOTATION].startswith("mutate: limits.memory 8.0Gi →")
     assert resp["warnings"] == expected.warnings
     assert resp["warnings"][0].startswith("vllm: limit 8.0Gi →")
     assert "status" not in resp
@@ -152,7 +153,7 @@ async def test_warn_mode_admits_with_warnings(start_webhook):
     if "patch" in m:  # annotations only, never resources
         out = jsonpatch.apply_patch(obj, decode_patch(m))
         assert limit_of(out) == "8Gi"
-        assert out["metadata"]["annotations"][A_DECISION].startswith("warn: undersized")
+        assert out["metadata"]["annotations"][DECISION_ANNOTATION].startswith("warn: undersized")
     v = await hook.post(VALIDATE_PATH, review(obj))
     assert v["allowed"] is True and v["warnings"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from vllm_sizer.operator.model_configs import ClusterServingRuntimes
+from vllm_sizer.operator.cluster_listings import ClusterServingRuntimes
 from vllm_sizer.operator.settings import OperatorSettings
 from vllm_sizer.operator.webhook.admission import MUTATE, Admission
 

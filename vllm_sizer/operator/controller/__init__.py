@@ -12,27 +12,27 @@ Public API:
 - `KubeApi(api_client_factory)`, `default_api_client_factory()`, `api_client_for(url)`.
 """
 
-from .handlers import HANDLER_ID, KOPF_PREFIX, configure_kopf, register
+from ...workloads.api_names import KOPF_PREFIX, LAST_EVENT_ANNOTATION
+from .handlers import HANDLER_ID, configure_kopf, register
 from .kube import ApiError, KubeApi, api_client_for, default_api_client_factory, resource_path
 from .oom import OomRecord, OomWatcher
 from .pods import PodVerdicts
 from .sizing import (
-    LAST_EVENT_ANNOTATION,
     OUTPUT_ANNOTATIONS,
-    SizeResult,
     Sizer,
+    SizeResult,
     classify,
     event_body,
     sized_label_patch,
 )
 
 __all__ = [
-    "ApiError",
     "HANDLER_ID",
     "KOPF_PREFIX",
-    "KubeApi",
     "LAST_EVENT_ANNOTATION",
     "OUTPUT_ANNOTATIONS",
+    "ApiError",
+    "KubeApi",
     "OomRecord",
     "OomWatcher",
     "PodVerdicts",

@@ -17,17 +17,18 @@ Nothing here is used by the admission webhook: it never depends on Kopf or its i
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import kopf
 
-from ..settings import WATCHED_RESOURCES, OperatorSettings
+from ...workloads.api_names import KOPF_PREFIX
+from ..settings import WATCHED_RESOURCES
 from .kube import ApiError
 from .oom import OomWatcher
 from .sizing import OUTPUT_ANNOTATIONS, Sizer
 
 log = logging.getLogger("vllm_sizer.controller")
-KOPF_PREFIX = "controller.vllm-sizer.io"
 HANDLER_ID = "size"
 
 
@@ -79,7 +80,9 @@ def register(
     def when(body: Any, **_: Any) -> bool:
         return sizer.wants(body)
 
-    async def size(body: Any, logger: logging.Logger, **_: Any) -> dict[str, Any] | None:
+    async def size(
+        body: Any, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+    ) -> dict[str, Any] | None:
         try:
             result = await sizer.size(body)
         except ApiError as exc:

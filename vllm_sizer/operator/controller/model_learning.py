@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...estimator import EstimatorError, ModelGeometry
-from ..model_configs import KEY_SLASH, HubConfigFetcher
-from ..settings import MODEL_CONFIGS_LABEL
+from ...policy.cluster import KEY_SLASH
+from ...workloads.api_names import ANNOTATION_MODEL_CONFIG, MODEL_CONFIGS_LABEL
+from ..model_configs import HubConfigFetcher
 from .kube import ApiError, KubeApi, resource_path
 
 log = logging.getLogger("vllm_sizer.controller")
@@ -70,7 +71,7 @@ class ModelLearner:
                 model,
                 "not-a-hub-id",
                 "not a Hugging Face id (org/name): the Hub "
-                "cannot be asked; supply the config with the vllm-sizer.io/model-config "
+                f"cannot be asked; supply the config with the {ANNOTATION_MODEL_CONFIG} "
                 "annotation",
             )
         repo, _rev = ids

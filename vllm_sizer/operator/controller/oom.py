@@ -31,16 +31,17 @@ import json
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ..settings import LAST_OOM_ANNOTATION, SIZED_LABEL, OperatorSettings
+from ...workloads.api_names import ESTIMATE_ANNOTATION, LAST_OOM_ANNOTATION, SIZED_LABEL
+from ..settings import OperatorSettings
 from .kube import ApiError, KubeApi, resource_path
 from .sizing import INTERMEDIATE_KINDS, KNOWN_KINDS, controller_owner, object_path, post_event
 
 log = logging.getLogger("vllm_sizer.controller.oom")
 SELECTOR = f"{SIZED_LABEL}=true"
-ESTIMATE_ANNOTATION = "vllm-sizer.io/estimate"
 WATCH_TIMEOUT_SECONDS = 290
 
 
@@ -137,7 +138,9 @@ class OomWatcher:
         self.verdicts = verdicts
         self.count = count or _default_count
         if read is None:
-            from ...workloads.reader import read_workloads as read
+            from ...workloads.reader import read_workloads
+
+            read = read_workloads
         self.read = read
         self._seen: set[tuple[str, str, int]] = set()
         self._tasks: list[asyncio.Task] = []
@@ -180,7 +183,7 @@ class OomWatcher:
         if self.verdicts is not None:
             try:
                 await self.verdicts.pod_sized(pod)
-            except Exception:  # noqa: BLE001 - the OOM evidence below must still run
+            except Exception:  # the OOM evidence below must still run
                 log.exception("telling the owner of pod %s failed", meta.get("name"))
         records = []
         for cs, term, instance in self.terminations(pod):
@@ -226,7 +229,7 @@ class OomWatcher:
     ) -> OomRecord | None:
         meta = pod.get("metadata") or {}
         ns, name, container = meta.get("namespace") or "default", meta.get("name"), cs.get("name")
-        spec_c = next(
+        spec_c: dict[str, Any] = next(
             (
                 c
                 for c in ((pod.get("spec") or {}).get("containers") or [])
@@ -236,7 +239,7 @@ class OomWatcher:
         )
         limit = ((spec_c.get("resources") or {}).get("limits") or {}).get("memory")
         started, finished = parse_time(term.get("startedAt")), parse_time(term.get("finishedAt"))
-        when = finished or dt.datetime.now(dt.timezone.utc)
+        when = finished or dt.datetime.now(dt.UTC)
         workload = await self.find_workload(pod)
         target = workload or pod
         ann = (target.get("metadata") or {}).get("annotations") or {}
@@ -269,7 +272,7 @@ class OomWatcher:
         )
         try:
             self.count(ns, str(target.get("kind") or "Pod"))
-        except Exception:  # noqa: BLE001 - metrics never break the watcher
+        except Exception:  # metrics never break the watcher
             log.exception("counting an OOMKill failed")
         log.warning(
             "%s %s/%s: %s",
@@ -337,7 +340,7 @@ class OomWatcher:
                         await self.verdicts.pod_denied(pod)
                     continue
                 await self.handle_pod(pod)
-            except Exception:  # noqa: BLE001 - one pod never stops the watcher
+            except Exception:  # one pod never stops the watcher
                 log.exception(
                     "OOM evidence for pod %s failed", (pod.get("metadata") or {}).get("name")
                 )

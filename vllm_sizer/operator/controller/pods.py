@@ -27,14 +27,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ...workloads.api_names import (
+    DECISION_ANNOTATION,
+    ESTIMATE_ANNOTATION,
+    PODS_ANNOTATION,
+    VALIDATING_WEBHOOK_NAME,
+)
 from ..settings import WATCHED_RESOURCES, OperatorSettings
 from .kube import ApiError, KubeApi, resource_path
-from .sizing import PODS_ANNOTATION, digest, post_event
+from .sizing import digest, post_event
 
 log = logging.getLogger("vllm_sizer.controller.pods")
-DECISION_ANNOTATION = "vllm-sizer.io/decision"
-ESTIMATE_ANNOTATION = "vllm-sizer.io/estimate"
-DENIED_MARKER = 'admission webhook "validate.vllm-sizer.io" denied the request: '
+DENIED_MARKER = f'admission webhook "{VALIDATING_WEBHOOK_NAME}" denied the request: '
 MAX_HOPS = 6
 _PATCHABLE = {(g, k): (v, p) for g, v, p, k in WATCHED_RESOURCES}
 

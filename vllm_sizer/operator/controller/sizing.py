@@ -17,7 +17,6 @@ duplicates it).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import datetime as dt
 import hashlib
@@ -25,21 +24,25 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ...policy import messages
 from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object, sized_label_patch
-from ...workloads.model import ANNOTATION_MODE, ReadContext, Workload
+from ...workloads.api_names import (
+    ANNOTATION_MODE,
+    LAST_EVENT_ANNOTATION,
+    LAST_OOM_ANNOTATION,
+    PODS_ANNOTATION,
+)
+from ...workloads.model import ReadContext, Workload
 from ..model_configs import ModelConfigLookup, NoLookup, namespaced
-from ..settings import LAST_OOM_ANNOTATION, SERVED_RESOURCES, SIZED_LABEL, OperatorSettings
+from ..settings import SERVED_RESOURCES, OperatorSettings
 from .kube import JSON_PATCH, ApiError, KubeApi, resource_path
 
 log = logging.getLogger("vllm_sizer.controller")
 
-LAST_EVENT_ANNOTATION = "vllm-sizer.io/last-event"
-# What the pod-level webhook did to this object's pods (written by pods.PodVerdicts).
-PODS_ANNOTATION = "vllm-sizer.io/pods"
 # Annotations the controller and the webhook write (outputs). Everything else under
 # vllm-sizer.io/ on an object is an input (mode, headroom, skip, model-config, vllm-config).
 OUTPUT_ANNOTATIONS: tuple[str, ...] = (
@@ -85,7 +88,7 @@ def digest(text: str) -> str:
 
 
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _escape(key: str) -> str:
@@ -174,7 +177,7 @@ class SizeResult:
     action: str  # skipped | unchanged | annotated | patched
     reason: str | None = None  # Event reason (Sized / Undersized / CannotSize)
     message: str = ""
-    annotations: dict[str, str] = field(default_factory=dict)  # written
+    annotations: dict[str, str | None] = field(default_factory=dict)  # written (None: removed)
     event: dict[str, Any] | None = None  # posted
     decision: ObjectDecision | None = None
 
@@ -185,7 +188,7 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
     if not active:
         return None
     under = [
-        d
+        (d, d.report)
         for d in active
         if d.reason in UNDERSIZED_REASONS and d.report is not None and d.verdict != "mutate"
     ]
@@ -197,8 +200,8 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
                 parts.append(messages.mutated_warning(d))
         return "Sized", "Normal", "vllm-sizer raised memory: " + "; ".join(parts)
     if under:
-        for d in under:
-            w, r = d.workload, d.report
+        for d, r in under:
+            w = d.workload
             needed = d.needed_bytes or 0
             if d.reason == "undersized" and w.limit_bytes is not None:
                 parts.append(messages.undersized(w, r, needed, d.fitting_tokens))
@@ -212,8 +215,7 @@ def classify(decision: ObjectDecision, patched: bool = False) -> tuple[str, str,
         return "Undersized", "Warning", "; ".join(parts)
     if unknown:
         return "CannotSize", "Warning", "; ".join(d.message for d in unknown)
-    for d in active:
-        r = d.report
+    for d, r in ((d, d.report) for d in active if d.report is not None):  # all, after `unknown`
         if d.limit_before is None:
             parts.append(
                 f"{d.workload.container}: no memory limit; estimated peak "
@@ -258,10 +260,13 @@ class Sizer:
         self.settings = settings
         self.lookup = lookup or NoLookup()
         if read is None:
-            from ...workloads.reader import read_workloads as read
+            from ...workloads.reader import read_workloads
+
+            read = read_workloads
         self.read = read
         self.policy = settings.policy()
-        observe_mode = "warn" if settings.mode in ("mutate", "enforce") else settings.mode
+        mode = settings.decision.mode
+        observe_mode = "warn" if mode in ("mutate", "enforce") else mode
         self.observer_policy = self.policy.model_copy(update={"mode": observe_mode})
         # (uid, resourceVersion) handled in this process: Kopf may call the same function for
         # a mixed-in resume and an update in one cycle with the same (stale) body.
@@ -279,7 +284,7 @@ class Sizer:
             if controller_owner(obj) is not None:
                 return False
             return bool(self.read(obj, None))
-        except Exception:  # noqa: BLE001 - a filter must not raise
+        except Exception:  # a filter must not raise
             log.exception("vLLM pre-check failed")
             return False
 

@@ -21,21 +21,20 @@ Choices:
 from __future__ import annotations
 
 import base64
-from typing import Any, Iterable, Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from ...workloads import kinds as _kinds
+from ...workloads.api_names import MUTATING_WEBHOOK_NAME, SIZED_LABEL, VALIDATING_WEBHOOK_NAME
 from ..settings import (
     MUTATE_PATH,
     MUTATING_CONFIG_NAME,
-    SIZED_LABEL,
     VALIDATE_PATH,
     VALIDATING_CONFIG_NAME,
     OperatorSettings,
 )
 
 FailurePolicy = Literal["Ignore", "Fail"]
-MUTATING_WEBHOOK_NAME = "mutate.vllm-sizer.io"
-VALIDATING_WEBHOOK_NAME = "validate.vllm-sizer.io"
 SERVICE_PORT = 443
 TIMEOUT_SECONDS = 5
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"

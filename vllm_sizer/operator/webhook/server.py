@@ -26,8 +26,9 @@ import logging
 import os
 import ssl
 import tempfile
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -108,7 +109,7 @@ class CertificateReloader:
             await asyncio.sleep(self.interval)
             try:
                 self.check()
-            except Exception:  # noqa: BLE001 - keep watching
+            except Exception:  # keep watching
                 log.exception("certificate reload failed")
 
 
