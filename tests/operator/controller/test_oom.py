@@ -163,3 +163,25 @@ def test_helpers():
     assert estimate_for("a=1.0Gi", "vllm") is None and estimate_for(None, "x") is None
     assert human_duration(42) == "42s" and human_duration(150) == "2m30s"
     assert human_duration(7300) == "2h01m"
+
+
+@pytest.mark.asyncio
+async def test_stop_ends_the_consumer_even_when_an_api_call_loses_the_cancellation(api, settings):
+    """Python 3.11's asyncio.wait_for (KubeApi's timeout) can drop a cancellation that lands as
+    the call completes; the consumer then must still end on stop(), not wait on its queue."""
+    watcher = OomWatcher(api, settings)
+    entered = asyncio.Event()
+
+    async def swallowing_handle_pod(pod):
+        entered.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            return []  # what a lost cancellation looks like from here
+
+    watcher.handle_pod = swallowing_handle_pod
+    queue: asyncio.Queue = asyncio.Queue()
+    queue.put_nowait({"metadata": {"name": "p"}})
+    watcher._tasks.append(asyncio.get_running_loop().create_task(watcher._consume(queue)))
+    await asyncio.wait_for(entered.wait(), 5)
+    await asyncio.wait_for(watcher.stop(), 10)  # hangs without the stop flag check

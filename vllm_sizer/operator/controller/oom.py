@@ -43,6 +43,7 @@ from .sizing import INTERMEDIATE_KINDS, KNOWN_KINDS, controller_owner, object_pa
 log = logging.getLogger("vllm_sizer.controller.oom")
 SELECTOR = f"{SIZED_LABEL}=true"
 WATCH_TIMEOUT_SECONDS = 290
+STOP_JOIN_SECONDS = 12.0  # longer than a watch's connect timeout (10 s)
 
 
 def _default_count(namespace: str, kind: str) -> None:
@@ -145,6 +146,7 @@ class OomWatcher:
         self._seen: set[tuple[str, str, int]] = set()
         self._tasks: list[asyncio.Task] = []
         self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
         self._streams: set[Any] = set()  # open watch responses, shut down on stop()
         self._lock = threading.Lock()
 
@@ -309,12 +311,14 @@ class OomWatcher:
         queue: asyncio.Queue = asyncio.Queue(maxsize=10000)
         self._stop.clear()
         for path, selector in self.watches():
-            threading.Thread(
+            thread = threading.Thread(
                 target=self._watch_thread,
                 args=(path, loop, queue, selector),
                 name=f"vllm-sizer-oom-watch {path}",
                 daemon=True,
-            ).start()
+            )
+            thread.start()
+            self._threads.append(thread)
         self._tasks.append(loop.create_task(self._consume(queue), name="vllm-sizer-oom"))
 
     async def stop(self) -> None:
@@ -330,9 +334,21 @@ class OomWatcher:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        # the threads end within their read or connect timeout once stopped: wait for them,
+        # so no watch (and no connection of its pool) outlives the watcher
+        threads, self._threads = self._threads, []
+
+        def join_all() -> None:
+            for t in threads:
+                t.join(timeout=STOP_JOIN_SECONDS)
+
+        await asyncio.to_thread(join_all)
 
     async def _consume(self, queue: asyncio.Queue) -> None:
-        while True:
+        # stop() sets the flag before it cancels this task: a cancellation lost inside an API
+        # call (Python 3.11's asyncio.wait_for can drop one that lands as the call completes)
+        # still ends the loop, instead of waiting on the queue forever
+        while not self._stop.is_set():
             pod = await queue.get()
             try:
                 if pod.get("kind") == "Event" or "involvedObject" in pod:
