@@ -428,8 +428,11 @@ async def test_metrics_count_reviews(start_webhook):
 # ---- concurrency -----------------------------------------------------------------------------
 
 async def test_200_concurrent_reviews_match_sequential_answers(start_webhook):
+    # about concurrency, not the lookup budget: a budget that a loaded CI machine cannot miss
+    # (timeouts have their own tests below)
+    budget = {"lookup_timeout_seconds": 60.0}
     lookup = SlowLookup(delay=0.02)
-    hook = await start_webhook(lookup=lookup)
+    hook = await start_webhook(lookup=lookup, **budget)
     objects = [
         lora_deployment("8Gi"),
         lora_deployment("12Gi", annotations={"vllm-sizer.io/mode": "enforce"}, tokens=4273),
@@ -450,7 +453,7 @@ async def test_200_concurrent_reviews_match_sequential_answers(start_webhook):
 
     # and with a cold lookup cache: concurrent reviews of one model share one load
     cold_lookup = SlowLookup(delay=0.2)
-    fresh = await start_webhook(lookup=cold_lookup)
+    fresh = await start_webhook(lookup=cold_lookup, **budget)
     cold = await asyncio.gather(*(fresh.post(p, b) for p, b in bodies))
     assert list(cold) == sequential
     assert cold_lookup.models.count("acme/private-qwen") == 1
