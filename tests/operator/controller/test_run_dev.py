@@ -119,7 +119,10 @@ async def test_dev_all_roles_in_one_process(kmock, tmp_path):
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     healthy = False
     try:
-        for _ in range(300):
+        # a budget for a loaded machine (the child imports kopf, kubernetes and aiohttp before
+        # it lists anything), not a speed requirement: the Event normally comes within seconds
+        deadline = asyncio.get_running_loop().time() + 90
+        while asyncio.get_running_loop().time() < deadline:
             if events(kmock) or proc.returncode is not None:
                 break
             await asyncio.sleep(0.05)
