@@ -60,7 +60,7 @@ FALCON_TYPES = {"falcon", "refinedweb", "refinedwebmodel"}
 ALL_BIAS_TYPES = {"opt", "gpt2", "bloom", "gpt_neox", "phi3small"}
 EMBED_NORM_TYPES = {"bloom"}
 # Model types with a bias on q/k/v projections (Qwen2Attention: q_proj(bias=True) ...).
-QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}
+QKV_BIAS_TYPES = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_5_omni_text"}
 # Model types with RMSNorm on q and k per head (Qwen3Attention.q_norm/k_norm, Gemma3Attention).
 QK_NORM_TYPES = {
     "qwen3",
@@ -330,7 +330,7 @@ class ModelGeometry(BaseModel, frozen=True):
     def from_hf_config(cls, config: Mapping[str, Any]) -> ModelGeometry:
         if not isinstance(config, Mapping):
             raise MissingConfigField("config", "a config.json object (dict) is required")
-        top = dict(config)
+        top = _omni_thinker(dict(config))
         text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
         c: dict[str, Any] = {**top, **text} if text else top
         if text:
@@ -811,6 +811,22 @@ class ModelGeometry(BaseModel, frozen=True):
         return int(self.num_attention_layers * per_layer * kv_dtype_bytes)
 
 
+def _omni_thinker(top: dict[str, Any]) -> dict[str, Any]:
+    """Qwen2.5-Omni (model_type qwen2_5_omni, Qwen2_5OmniForConditionalGeneration): vLLM
+    serves its thinker, the LLM with the vision and audio towers (vLLM's registry maps
+    Qwen2_5OmniForConditionalGeneration to qwen2_5_omni_thinker.py
+    Qwen2_5OmniThinkerForConditionalGeneration); the talker and token2wav (speech output) are
+    not part of it. The thinker's own config is thinker_config {text_config, vision_config,
+    audio_config}; the quantization, dtype and architecture are the top-level config's."""
+    thinker = top.get("thinker_config")
+    if str(top.get("model_type") or "").lower() != "qwen2_5_omni" or not isinstance(
+        thinker, Mapping
+    ):
+        return top
+    keep = ("architectures", "quantization_config", "torch_dtype", "tie_word_embeddings")
+    return {**thinker, **{k: top[k] for k in keep if top.get(k) is not None}}
+
+
 def _dbrx_keys(c: Mapping[str, Any]) -> dict[str, Any]:
     """DBRX nests attention and expert settings: transformers DbrxConfig (attribute_map n_heads,
     max_seq_len; attn_config.kv_n_heads; ffn_config.ffn_hidden_size, moe_num_experts,
@@ -1165,6 +1181,11 @@ def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> in
         return 0
     if model_type in QWEN_VL_TOWER_TYPES:
         return _qwen_vl_vision_parameters(v, model_type)
+    if model_type == "qwen2_5_omni_thinker":
+        # transformers qwen2_5_omni Qwen2_5OmniVisionEncoder: the Qwen2.5-VL tower (q/k/v/proj
+        # with bias, gated MLP with bias, RMSNorms, Conv3d patch embedding without bias, the
+        # same patch merger); vLLM builds it as qwen2_5_vl.py Qwen2_5_VisionTransformer
+        return _qwen_vl_vision_parameters(v, "qwen2_5_vl")
     if model_type == "gemma3" or str(v.get("model_type") or "") == "siglip_vision_model":
         return _siglip_vision_parameters(v) + (
             _gemma3_projector_parameters(v, text_hidden) if model_type == "gemma3" else 0
@@ -1208,6 +1229,8 @@ def _audio_parameters(a: Any, model_type: str, text_hidden: int) -> int:
     k_proj (no bias) + q/v/out_proj (bias), two LayerNorms, fc1/fc2 (bias), a final LayerNorm,
     and Qwen2AudioMultiModalProjector Linear(d, text hidden, bias). Missing keys take the
     Qwen2AudioEncoderConfig defaults."""
+    if model_type.lower() == "qwen2_5_omni_thinker" and isinstance(a, Mapping):
+        return _omni_audio_parameters(a)
     if model_type.lower() != "qwen2_audio" or not isinstance(a, Mapping):
         return 0
     d = int(a.get("d_model") or 1280)
@@ -1218,6 +1241,25 @@ def _audio_parameters(a: Any, model_type: str, text_hidden: int) -> int:
     conv = mel * d * 3 + d + d * d * 3 + d
     layer = (4 * d * d + 3 * d) + 2 * d + (d * ffn + ffn) + (ffn * d + d) + 2 * d
     return conv + positions * d + layers * layer + 2 * d + d * text_hidden + text_hidden
+
+
+def _omni_audio_parameters(a: Mapping[str, Any]) -> int:
+    """Qwen2.5-Omni's audio encoder, transformers models/qwen2_5_omni/modeling_qwen2_5_omni.py
+    Qwen2_5OmniAudioEncoder: conv1 Conv1d(num_mel_bins, d, 3) and conv2 Conv1d(d, d, 3) with
+    bias, a sinusoidal position table (a buffer, no parameters), audio_bos_eos_token
+    Embedding(2, output_dim), encoder_layers Qwen2_5OmniAudioEncoderLayer (Whisper's layer, as
+    Qwen2-Audio's: k_proj without bias, q/v/out_proj and fc1/fc2 with bias, two LayerNorms),
+    ln_post LayerNorm(d) and proj Linear(d, output_dim) with bias. Missing keys take
+    Qwen2_5OmniAudioEncoderConfig's defaults (d_model 1280, encoder_ffn_dim 5120,
+    encoder_layers 32, num_mel_bins 128, output_dim 3584)."""
+    d = int(a.get("d_model") or 1280)
+    ffn = int(a.get("encoder_ffn_dim") or 5120)
+    layers = int(a.get("encoder_layers") or 32)
+    mel = int(a.get("num_mel_bins") or 128)
+    out = int(a.get("output_dim") or 3584)
+    conv = mel * d * 3 + d + d * d * 3 + d
+    layer = (4 * d * d + 3 * d) + 2 * d + (d * ffn + ffn) + (ffn * d + d) + 2 * d
+    return conv + 2 * out + layers * layer + 2 * d + d * out + out
 
 
 # Qwen-VL vision towers, one formula per family, from the transformers modeling files:
