@@ -5,7 +5,7 @@ exercised as the catalog grows."""
 
 import pytest
 
-from vllm_sizer.estimator import ModelGeometry, catalog
+from vllm_sizer.estimator import ModelGeometry, catalog, model_config
 from vllm_sizer.estimator.names import LINEAGE, resolve_model
 
 
@@ -124,3 +124,22 @@ def test_the_meta_rename_note_only_for_meta_names():
     assert "Meta- prefix" in resolve_model("meta-llama/Meta-Llama-3.1-8B-Instruct").note
     note = resolve_model("nvidia/Llama-3_3-Nemotron-Super-49B-v1-FP8").note
     assert note and "Meta- prefix" not in note
+
+
+@pytest.mark.parametrize("name", [n for n in LINEAGE if "coder" in n])
+def test_a_lineage_that_states_the_shapes_matches_its_target(name):
+    """Where the lineage's source states the model card's figures (parameters, layers, Q / KV
+    heads, tied embeddings), the target geometry has exactly those: the rule is checked, not
+    trusted."""
+    import re
+
+    target, source = LINEAGE[name]
+    m = re.search(r"([\d.]+)B, (\d+) layers, (\d+) Q / (\d+) KV heads", source)
+    assert m, source
+    billions, layers, q, kv = float(m[1]), int(m[2]), int(m[3]), int(m[4])
+    g = ModelGeometry.from_hf_config(model_config(target))
+    assert (g.num_layers, g.num_attention_heads, g.num_kv_heads) == (layers, q, kv)
+    assert g.tie_word_embeddings == source.endswith("tied")
+    assert abs(g.parameter_count() / 1e9 - billions) / billions < 0.02
+    r = resolve_model(f"Qwen/{name.replace('qwen2.5-coder', 'Qwen2.5-Coder').upper()}-Instruct")
+    assert r.rule == "lineage" and r.model_id == target and "Qwen2.5-Coder card" in r.note

@@ -93,6 +93,30 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "Qwen/Qwen2.5-32B",
         "DeepSeek-R1 model card: from Qwen2.5-32B",
     ),
+    # Qwen2.5-Coder is Qwen2.5 continued on code ("Base on the strong Qwen2.5", each model card,
+    # copied at ZHUI/paddlenlp_model_readme Qwen/Qwen2.5-Coder-<size>-Instruct/index.md@10d0a05);
+    # the card's parameter count, layers and Q / KV heads equal the Qwen2.5 model's of that size
+    # (tests/estimator/test_names.py holds them equal). 0.5B has its own catalog entry.
+    "qwen2.5-coder-1.5b": (
+        "Qwen/Qwen2.5-1.5B",
+        "Qwen2.5-Coder card: built on Qwen2.5; 1.54B, 28 layers, 12 Q / 2 KV heads, tied",
+    ),
+    "qwen2.5-coder-3b": (
+        "Qwen/Qwen2.5-3B",
+        "Qwen2.5-Coder card: built on Qwen2.5; 3.09B, 36 layers, 16 Q / 2 KV heads, tied",
+    ),
+    "qwen2.5-coder-7b": (
+        "Qwen/Qwen2.5-7B",
+        "Qwen2.5-Coder card: built on Qwen2.5; 7.61B, 28 layers, 28 Q / 4 KV heads",
+    ),
+    "qwen2.5-coder-14b": (
+        "Qwen/Qwen2.5-14B",
+        "Qwen2.5-Coder card: built on Qwen2.5; 14.7B, 48 layers, 40 Q / 8 KV heads",
+    ),
+    "qwen2.5-coder-32b": (
+        "Qwen/Qwen2.5-32B",
+        "Qwen2.5-Coder card: built on Qwen2.5; 32.5B, 64 layers, 40 Q / 8 KV heads",
+    ),
 }
 
 
