@@ -59,6 +59,11 @@ def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
+# No node holds more accelerators than this (assumed: 8-16 GPUs, up to 128 NeuronCores): a
+# count past it is a typo, and KServe's Hugging Face server would size that many ranks
+MAX_DEVICES = 1024
+
+
 def _count(raw: Any, key: str, diags: list[Diagnostic]) -> int | None:
     try:
         if isinstance(raw, bool):
@@ -66,10 +71,37 @@ def _count(raw: Any, key: str, diags: list[Diagnostic]) -> int | None:
         value = int(str(raw).strip())
         if value < 0:
             raise ValueError
+        if value > MAX_DEVICES:
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    f"not a device count (more than {MAX_DEVICES} on one node): ignored",
+                    key,
+                    str(raw)[:40],
+                )
+            )
+            return None
         return value
     except (TypeError, ValueError):
-        diags.append(Diagnostic("warning", "not a device count", key, str(raw)))
+        diags.append(Diagnostic("warning", "not a device count", key, str(raw)[:40]))
         return None
+
+
+_DRA_SUFFIX = re.compile(r"^(v?\d+[a-z]?|gpus?|npus?|tpus?|xpus?|cores?)?$")
+
+
+def _dra_vendors(words: str) -> list[str]:
+    """Devices whose vendor word is a whole word of the names (or the word with a model number
+    or a device noun: gaudi2, amdgpu), in DRA_VENDOR_WORDS order: `gpu-output-cache` names no
+    TPU, `nvidia-for-intelligence` no Intel."""
+    tokens = set(re.split(r"[^a-z0-9]+", words))
+    out = []
+    for device, vendor_words in DRA_VENDOR_WORDS:
+        if any(
+            t.startswith(w) and _DRA_SUFFIX.match(t[len(w) :]) for t in tokens for w in vendor_words
+        ):
+            out.append(device)
+    return out
 
 
 def _label_values(pod_spec: dict[str, Any], key: str) -> list[str]:
@@ -147,13 +179,19 @@ def detect_device(
                 for k in ("name", "resourceClaimTemplateName", "resourceClaimName")
             ]
         ).lower()
-        vendor = next((dev for dev, ws in DRA_VENDOR_WORDS if any(w in words for w in ws)), None)
+        named = _dra_vendors(words)
+        vendor = named[0] if len(named) == 1 else None
+        several = f" (the names say {' and '.join(named)})" if len(named) > 1 else ""
         if vendor is None and image_device(image) not in (None, "cpu"):
             vendor = image_device(image)
-            how = f"the image's build ({image})"
+            how = f"the image's build ({image}){several}"
         elif vendor is None:
             vendor = "cuda"
-            how = "assumed an NVIDIA GPU (no vendor in the claim or class names)"
+            how = (
+                f"assumed an NVIDIA GPU{several}"
+                if several
+                else "assumed an NVIDIA GPU (no vendor in the claim or class names)"
+            )
         else:
             how = f"the vendor named in the claim or device class ({words.strip()[:80]})"
         accel = vendor

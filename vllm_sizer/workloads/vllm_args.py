@@ -601,7 +601,7 @@ def parse_vllm_args(
             continue
         raw = values[0]
         try:
-            value = _convert(conv, raw)
+            value = _convert(conv, raw, target)
         except ValueError as exc:
             out.diagnostics.append(
                 Diagnostic("error", f"{exc}; vLLM's default used instead", flag, raw)
@@ -716,6 +716,15 @@ _HUMAN_MULT = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
                "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}  # fmt: skip
 
 
+def _human_number(m: re.Match[str]) -> str:
+    """80G → 85899345920; a number too large to be one (hundreds of digits) stays as written
+    (and the JSON then fails to parse: said)."""
+    try:
+        return str(int(float(m[0][:-1]) * _HUMAN_MULT[m[0][-1]]))
+    except (OverflowError, ValueError):
+        return str(m[0])
+
+
 def _json_value(
     raw: str, version: VllmVersion | None, diags: list[Diagnostic], flag: str
 ) -> dict[str, Any] | None:
@@ -733,9 +742,7 @@ def _json_value(
         if version is None or version.at_least(0, 20):
             parts = re.split(r'("(?:[^"\\]|\\.)*")', raw)
             for i in range(0, len(parts), 2):
-                parts[i] = _HUMAN_NUMBER.sub(
-                    lambda m: str(int(float(m[0][:-1]) * _HUMAN_MULT[m[0][-1]])), parts[i]
-                )
+                parts[i] = _HUMAN_NUMBER.sub(_human_number, parts[i])
             try:
                 obj = json.loads("".join(parts))
             except ValueError:
@@ -803,11 +810,11 @@ def kv_transfer_settings(cfg: dict[str, Any], diags: list[Diagnostic]) -> dict[s
         if key not in extra:
             return None
         try:
-            v = kind(float(extra[key])) if kind is int else kind(extra[key])
-            if v < 0 or v > MAX_TOKENS:
+            f = float(extra[key])  # JSON's Infinity / NaN, 1e999, a string: never an int here
+            if not (0 <= f <= MAX_TOKENS):
                 raise ValueError
-            return v
-        except (TypeError, ValueError):
+            return kind(f) if kind is int else kind(extra[key])
+        except (TypeError, ValueError, OverflowError):
             diags.append(
                 Diagnostic(
                     "error",
@@ -837,24 +844,34 @@ def kv_transfer_settings(cfg: dict[str, Any], diags: list[Diagnostic]) -> dict[s
 _TRUE = ("true", "1", "yes", "y", "on")
 
 
-def _convert(kind: Kind, raw: str) -> Any:
+# Counts of processes, ranks and adapter slots past which no deployment is real (assumed; the
+# largest published run tensor-parallel 16, data-parallel a few hundred ranks across nodes):
+# a typo (`-tp 40000`, a KServe workerSpec of 10**12) would be sized as that many worker
+# processes, petabytes. Past the bound the value is out of range, said, and vLLM's default used.
+MAX_RANKS = 1024
+COUNT_MAX: dict[str, int] = {
+    "tensor_parallel_size": MAX_RANKS,
+    "pipeline_parallel_size": MAX_RANKS,
+    "data_parallel_size": MAX_RANKS,
+    "data_parallel_size_local": MAX_RANKS,
+    "api_server_count": MAX_RANKS,
+    "max_loras": MAX_RANKS,
+    "max_cpu_loras": 64 * MAX_RANKS,
+    "max_lora_rank": 512,  # vLLM's largest allowed rank (LoRAConfig possible_max_ranks)
+}
+
+
+def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
     if kind == "tokens":
         return parse_token_count(raw)
-    if kind == "int":
+    if kind in ("int", "index"):  # an index (a rank) may be 0
         try:
             v = int(raw.strip())
         except ValueError:
             raise ValueError("not an integer") from None
-        if v <= 0 or v > MAX_TOKENS:
-            raise ValueError("out of range")
-        return v
-    if kind == "index":  # a rank: 0 allowed
-        try:
-            v = int(raw.strip())
-        except ValueError:
-            raise ValueError("not an integer") from None
-        if v < 0 or v > MAX_TOKENS:
-            raise ValueError("out of range")
+        cap = COUNT_MAX.get(target or "", MAX_TOKENS)
+        if v < (0 if kind == "index" else 1) or v > cap:
+            raise ValueError("out of range" + (f" (above {cap})" if v > cap < MAX_TOKENS else ""))
         return v
     if kind == "float":
         try:
@@ -889,7 +906,7 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
             if kind == "bool":
                 value = v if isinstance(v, bool) else _bool_text(str(v))
             else:
-                value = _convert(kind, str(v))
+                value = _convert(kind, str(v), target)
         except ValueError as exc:
             out.diagnostics.append(Diagnostic("error", f"{exc} (in --config)", "--" + key, str(v)))
             continue
