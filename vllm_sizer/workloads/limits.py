@@ -10,9 +10,12 @@ never a guessed value):
 - the simple commands and variables of one script;
 - the number and length of a container's command-line arguments: past the bound the container
   cannot be sized (its flags cannot be read in full; later flags win in argparse);
-- YAML (the `vllm-sizer.io/vllm-config` annotation, a script-written `--config`, `check` input):
-  aliases, the size a document has once its aliases are expanded, and nesting depth, measured
-  on the composed node graph before anything is constructed (`load_yaml` / `load_all_yaml`).
+- YAML (the `vllm-sizer.io/vllm-config` annotation, `serveConfigV2`, KAITO's
+  `inference_config.yaml`, a script-written or mounted `--config`, `check` input): alias uses,
+  nodes and nesting counted on the parser's event stream before anything is composed (composing
+  is what costs: 20 s for 300,000 nodes), then the size a document has once its aliases are
+  expanded, measured on the composed node graph before anything is constructed (`load_yaml` /
+  `load_all_yaml`).
 
 The numbers are assumed (no published manifest comes near them): a real vLLM command line is
 well under 100 arguments of under 4 KiB (a `--lora-modules` JSON list can reach a few KiB), and
@@ -38,7 +41,7 @@ MAX_ENV_ENTRIES = 512  # env entries of one container read (the rest: values unk
 MAX_ARGS = 4096  # command + args words of one container, after expansion
 MAX_ARG_CHARS = 64 * 1024  # one word of the command line
 MAX_YAML_ALIASES = 64  # alias uses in an annotation / script-written --config
-MAX_YAML_NODES = 100_000  # nodes of an annotation / --config once aliases are expanded
+MAX_YAML_NODES = 20_000  # nodes of an annotation / --config / serveConfigV2, aliases expanded
 MAX_YAML_DEPTH = 64
 MAX_DOC_ALIASES = 1_000  # `check` input: one document
 MAX_DOC_NODES = 2_000_000
@@ -180,6 +183,43 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def _prescan(
+    text: str, max_aliases: int, max_nodes: int, max_depth: int
+) -> tuple[int, Exception | None]:
+    """(how many documents pass, the error of the first that does not), on the C parser's event
+    stream before anything is composed: alias uses (the whole text), nodes written and nesting
+    (per document). Composing costs far more than parsing (a 1.5 MB serveConfigV2 of 300,000
+    nodes took 20 s to compose and was refused only after), so a document past a bound is
+    never composed."""
+    docs = aliases = nodes = depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_safe_loader()):
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                nodes += 1
+            elif kind in (yaml.SequenceStartEvent, yaml.MappingStartEvent):
+                nodes += 1
+                depth += 1
+                if depth > max_depth:
+                    raise LimitExceeded(f"YAML nests deeper than {max_depth} levels: not read")
+            elif kind in (yaml.SequenceEndEvent, yaml.MappingEndEvent):
+                depth -= 1
+            elif kind is yaml.AliasEvent:
+                aliases += 1
+                if aliases > max_aliases:
+                    raise LimitExceeded(f"YAML uses more than {max_aliases} aliases: not read")
+            elif kind is yaml.DocumentEndEvent:
+                docs += 1
+                nodes = depth = 0
+            if nodes > max_nodes:
+                raise LimitExceeded(f"YAML holds more than {max_nodes} nodes: not read")
+    except (yaml.YAMLError, LimitExceeded) as exc:
+        return docs, exc
+    except RecursionError:
+        return docs, LimitExceeded(f"YAML nests deeper than {max_depth} levels: not read")
+    return docs, None
+
+
 def load_all_yaml(
     text: str,
     *,
@@ -187,19 +227,16 @@ def load_all_yaml(
     max_nodes: int = MAX_DOC_NODES,
     max_depth: int = MAX_DOC_DEPTH,
 ) -> Iterator[Any]:
-    """yaml.safe_load_all with bounds: each document is composed, measured (aliases, expanded
-    nodes, depth), then constructed. Raises LimitExceeded or yaml.YAMLError for the document
-    that fails; documents before it have been yielded."""
-    if "*" in text:  # alias uses, counted on the event stream before composing anything
-        aliases = 0
-        for event in yaml.parse(text, Loader=_safe_loader()):
-            if isinstance(event, yaml.AliasEvent):
-                aliases += 1
-                if aliases > max_aliases:
-                    raise LimitExceeded(f"YAML uses more than {max_aliases} aliases: not read")
+    """yaml.safe_load_all with bounds: the event stream is scanned first (aliases, nodes,
+    depth), then each document that passed is composed, measured (nodes once its aliases are
+    expanded), then constructed. Raises LimitExceeded or yaml.YAMLError for the document that
+    fails; documents before it have been yielded."""
+    passing, error = _prescan(text, max_aliases, max_nodes, max_depth)
     loader = _safe_loader()(text)
     try:
-        while loader.check_node():
+        for _ in range(passing):
+            if not loader.check_node():
+                break
             try:
                 node = loader.get_node()
             except RecursionError:
@@ -212,6 +249,8 @@ def load_all_yaml(
             yield loader.construct_document(node)
     finally:
         loader.dispose()
+    if error is not None:
+        raise error
 
 
 def load_yaml(

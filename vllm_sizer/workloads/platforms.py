@@ -749,7 +749,18 @@ def _kaito_config_flags(
         loaded = load_yaml(raw) if raw else {}  # bounded (limits.py)
     except Exception as exc:  # noqa: BLE001 - yaml raises many types
         return [], [("error", f"ConfigMap {name}: inference_config.yaml is not YAML ({exc})")]
-    vllm = _dict(_dict(loaded).get("vllm"))
+    section = loaded.get("vllm") if isinstance(loaded, dict) else loaded
+    if section is not None and not isinstance(section, dict):
+        # KAITO's inference_api.py reads the file as a mapping and its `vllm:` as one
+        where = "its vllm: section" if isinstance(loaded, dict) else "the file"
+        return [], [
+            (
+                "error",
+                f"ConfigMap {name}: inference_config.yaml, {where} is a "
+                f"{type(section).__name__}, not a mapping: its vLLM parameters are unknown",
+            )
+        ]
+    vllm = _dict(section)
     flags: list[str] = []
     for key, value in vllm.items():
         flags += [f"--{key}", str(value)]
