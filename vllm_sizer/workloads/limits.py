@@ -10,6 +10,8 @@ never a guessed value):
 - the simple commands and variables of one script;
 - the number and length of a container's command-line arguments: past the bound the container
   cannot be sized (its flags cannot be read in full; later flags win in argparse);
+- the containers (and Ray Serve engines) of one object read: MAX_CONTAINERS; the characters of
+  one script (shell.MAX_SCRIPT); a script cut by any bound is never read as "starts no server";
 - YAML (the `vllm-sizer.io/vllm-config` annotation, `serveConfigV2`, KAITO's
   `inference_config.yaml`, a script-written or mounted `--config`, `check` input): alias uses,
   nodes and nesting counted on the parser's event stream before anything is composed (composing
@@ -37,6 +39,7 @@ MAX_VALUE_CHARS = 64 * 1024  # one shell variable / one $(VAR) expansion result
 MAX_EXPANDED_CHARS = 1024 * 1024  # all expansions of one object together
 MAX_COMMANDS = 1024  # simple commands of all the scripts of one object
 MAX_ASSIGNMENTS = 512  # shell assignments / exports of all the scripts of one object
+MAX_CONTAINERS = 128  # containers (and Ray Serve engines) of one object read
 MAX_ENV_ENTRIES = 512  # env entries of one container read (the rest: values unknown)
 MAX_ARGS = 4096  # command + args words of one container, after expansion
 MAX_ARG_CHARS = 64 * 1024  # one word of the command line
@@ -46,6 +49,8 @@ MAX_YAML_DEPTH = 64
 MAX_DOC_ALIASES = 1_000  # `check` input: one document
 MAX_DOC_NODES = 2_000_000
 MAX_DOC_DEPTH = 200
+MAX_CUTS_LOGGED = 10_000
+CUTS_OVERFLOW = "more cuts than can be listed"
 
 
 class LimitExceeded(ValueError):
@@ -62,10 +67,24 @@ class Budget:
     commands: int = 0
     assignments: int = 0
     notes: list[str] = field(default_factory=list)
+    # every cut in order, repeats too: a later container cut by a bound an earlier one already
+    # hit (the object's command budget spent) is cut as well, and must be told so
+    cuts: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
         if text not in self.notes and len(self.notes) < 50:
             self.notes.append(text)
+        if len(self.cuts) < MAX_CUTS_LOGGED:
+            self.cuts.append(text)
+        elif self.cuts[-1] != CUTS_OVERFLOW:
+            self.cuts.append(CUTS_OVERFLOW)
+
+    def mark(self) -> int:
+        """A point in the cuts log; `since(mark)` names the cuts made after it."""
+        return len(self.cuts)
+
+    def since(self, mark: int) -> list[str]:
+        return list(dict.fromkeys(self.cuts[mark:]))
 
     def take(self, n: int, what: str) -> bool:
         """Spend n characters on `what`; False (and a note) when the budget cannot pay."""

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -303,8 +304,13 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
         except Exception:  # noqa: BLE001 - the reader must never raise
             return []
         out: list[Workload] = []
+        try:
+            over = _past_container_bound(info, views)
+        except Exception:  # noqa: BLE001 - the reader must never raise
+            over = None
+        views = views[: limits.MAX_CONTAINERS]
         for view in views:
-            seen = len(budget.notes)
+            seen = budget.mark()
             try:
                 w = _read_view(info, view)
             except Exception as exc:  # noqa: BLE001
@@ -318,11 +324,37 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
                         )
                     ],
                 )
-            if w is not None and len(budget.notes) > seen:
-                w = _over_bounds(w, budget.notes[seen:])
+            if w is not None and budget.since(seen):
+                w = _over_bounds(w, budget.since(seen))
+            if w is not None and over is not None:
+                w = _over_bounds(w, [over.diagnostics[-1].message.removesuffix("; not sized")])
             if w is not None:
                 out.append(w)
+        if over is not None and not out:
+            out.append(over)
         return out
+
+
+def _past_container_bound(info: _ObjectInfo, views: list[ContainerView]) -> Workload | None:
+    """More containers (or Ray Serve engines) than limits.MAX_CONTAINERS: the first are read
+    and none is sized, and when none of them is vLLM but one past the bound says vLLM or
+    KServe's server anywhere in it, that one stands for the object, unsized (5000 engines in a
+    serveConfigV2 took 27 s before)."""
+    if len(views) <= limits.MAX_CONTAINERS:
+        return None
+    note = (
+        f"more than {limits.MAX_CONTAINERS} containers in one object: only the first "
+        f"{limits.MAX_CONTAINERS} are read"
+    )
+    limits.current().note(note)
+    for view in views[limits.MAX_CONTAINERS :]:
+        try:
+            text = json.dumps(view.container, default=str).lower()
+        except (ValueError, TypeError, RecursionError):
+            text = "vllm"  # unreadable: it may be one
+        if "vllm" in text or HF_SERVER_MODULE in text:
+            return _bare(info, view, [Diagnostic("error", f"{note}; not sized")])
+    return None
 
 
 def _over_bounds(w: Workload, notes: list[str]) -> Workload:
@@ -457,7 +489,11 @@ def _eval_script(argv: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def _script_file(argv: list[str], files: dict[str, str]) -> tuple[str, list[str]] | None:
+def _as_files(files: _Files | dict[str, str] | None) -> _Files:
+    return files if isinstance(files, _Files) else _Files(written=dict(files or {}))
+
+
+def _script_file(argv: list[str], files: _Files | dict[str, str]) -> tuple[str, list[str]] | None:
     """(script text, $0 and its arguments) when argv runs a script file whose text is known:
     `bash FILE ARGS`, `FILE ARGS`, `source FILE` with FILE mounted from a ConfigMap or written
     by the script before."""
@@ -482,13 +518,13 @@ def _locate_all(
     unknown: set[str],
     maybe_env: bool,
     depth: int = 0,
-    files: dict[str, str] | None = None,
+    files: _Files | dict[str, str] | None = None,
 ) -> list[_Located]:
     """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
     command of a `sh -c` script (both branches of an if/else, each case arm, ...), or of a
     script file whose text is known (`files`: mounted from a ConfigMap, written or copied by
     the script), in script order; identical invocations once."""
-    files = dict(files or {})
+    files = _as_files(files)
     inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
@@ -509,9 +545,10 @@ def _locate_all(
     for cmd in run_script(script, env, unknown, maybe_env, positional=rest or ["sh"]):
         if cmd.words[0] in NOT_RUNNING:
             continue  # `echo "vllm serve ..."` prints, it does not run
-        known = {**files, **cmd.files}
+        known = files.with_files(cmd.files)
         if cmd.words[0] == "cp" and len(cmd.words) == 3 and cmd.words[1] in known:
-            files[cmd.words[2]] = known[cmd.words[1]]  # `cp /mounted/run.sh $HOME/run.sh`
+            # `cp /mounted/run.sh $HOME/run.sh`
+            files = files.with_files({cmd.words[2]: known[cmd.words[1]]})
             continue
         for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1, known):
             key = (sub.kind, tuple(sub.flags), sub.positional, tuple(sorted(sub.env.items())))
@@ -585,7 +622,7 @@ def _starts_no_server(
     unknown: set[str],
     maybe_env: bool,
     depth: int = 0,
-    files: dict[str, str] | None = None,
+    files: _Files | dict[str, str] | None = None,
 ) -> bool:
     """Whether every program argv runs (through wrappers and `sh -c` scripts) is visibly not a
     model server: Ray without --head starting a server, sleep, downloads, the multi-node
@@ -601,7 +638,8 @@ def _starts_no_server(
     ):
         rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
         return bool(rest) and rest[0] == "worker"
-    sh = find_shell(head) or _eval_script(head) or _script_file(head, files or {})
+    files = _as_files(files)
+    sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
     if sh is not None:
         if depth >= 4:
             return False
@@ -609,7 +647,7 @@ def _starts_no_server(
         cmds = run_script(script, env, unknown, maybe_env, positional=rest or ["sh"])
         return all(
             _starts_no_server(
-                cmd.words, cmd.env, unknown, maybe_env, depth + 1, {**(files or {}), **cmd.files}
+                cmd.words, cmd.env, unknown, maybe_env, depth + 1, files.with_files(cmd.files)
             )
             for cmd in cmds
         )
@@ -642,43 +680,154 @@ def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     return ["vllm", "serve"] if positional else ["python3", "-m", API_SERVER_MODULE]
 
 
-def _mounted_files(view: ContainerView, config_maps: dict[str, dict[str, str]]) -> dict[str, str]:
-    """path → text of the files the container mounts from ConfigMaps the caller has (the same
-    namespace's; `check` gives those of its input): whole-map mounts, `items`, `subPath`."""
-    if not config_maps:
-        return {}
-    volumes = {
-        _dict(v).get("name"): _dict(v) for v in _list(view.pod_spec.get("volumes")) if _dict(v)
-    }
-    out: dict[str, str] = {}
+# a ConfigMap volume source: (its data, the `items` path → key, or None for every key)
+_Source = tuple[dict[str, Any], dict[str, str] | None]
+PATH_MAX = 4096  # Linux: no longer path can be opened, so none is a file the container reads
+
+
+class _Files:
+    """The files a container's commands can read, by path: those its scripts wrote or copied
+    (`written`) over those mounted from the ConfigMaps the caller has, looked up on demand. A
+    whole-map mount of a thousand keys, or a thousand mounts of one map, costs nothing until a
+    script names one of its files (materialising them cost mounts x keys: 3000 x 3000 took
+    200 s and 1.7 GB before)."""
+
+    __slots__ = ("_lengths", "_mounts", "_seen", "_written")
+
+    def __init__(
+        self,
+        mounts: dict[str, tuple[list[_Source], str | None]] | None = None,
+        written: dict[str, str] | None = None,
+    ):
+        self._mounts = mounts or {}
+        # mount points of whole directories, longest (most specific) first
+        self._lengths = sorted(
+            {len(k) for k, (_, sub) in self._mounts.items() if sub is None}, reverse=True
+        )
+        self._written = written or {}
+        self._seen: dict[str, str | None] = {}
+
+    def with_files(self, more: dict[str, str] | None) -> _Files:
+        """These files over this table's (a script wrote them, or `cp` copied one there)."""
+        if not more:
+            return self
+        out = _Files.__new__(_Files)
+        out._mounts, out._lengths, out._seen = self._mounts, self._lengths, self._seen
+        out._written = {**self._written, **more}
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self._written or self._mounts)
+
+    def get(self, path: object, default: str | None = None) -> str | None:
+        if not isinstance(path, str):
+            return default
+        if path in self._written:
+            return self._written[path]
+        if path not in self._seen:
+            self._seen[path] = self._mounted(path) if self._mounts else None
+        found = self._seen[path]
+        return default if found is None else found
+
+    def __contains__(self, path: object) -> bool:
+        return self.get(path) is not None
+
+    def __getitem__(self, path: str) -> str:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
+    def _mounted(self, path: str) -> str | None:
+        if not path.startswith("/") or len(path) > PATH_MAX:
+            return None  # relative to an unknown workingDir, or longer than a path can be
+        p = posixpath.normpath(path)
+        key = p.rstrip("/")
+        exact = self._mounts.get(key)
+        if exact is not None and exact[1] is not None:  # a subPath mount: one file
+            return _volume_file(exact[0], exact[1])
+        for length in self._lengths:  # the deepest directory mount that holds the path
+            m = self._mounts.get(p[:length]) if length < len(p) and p[length] == "/" else None
+            if m is not None and m[1] is None:
+                found = _volume_file(m[0], p[length + 1 :])
+                if found is not None:
+                    return found
+        return None
+
+
+def _volume_file(sources: list[_Source], rel: str) -> str | None:
+    """The text at `rel` inside a ConfigMap (or projected) volume: its sources in order, the
+    later winning; `items` (path → key) when given, else every key as a file."""
+    for data, items in reversed(sources):
+        key = items.get(rel) if items is not None else rel
+        text = data.get(key) if isinstance(key, str) else None
+        if isinstance(text, str):
+            return text
+    return None
+
+
+def _mounted_files(view: ContainerView, config_maps: dict[str, dict[str, str]]) -> _Files:
+    """The files the container mounts from ConfigMaps the caller has (the same namespace's;
+    `check` gives those of its input): whole-map mounts, `items`, `subPath`, projected volumes.
+    Names that are not strings (a list where a name should be) name nothing."""
+    if not config_maps or not isinstance(config_maps, dict):
+        return _Files()
+    volumes: dict[str, dict[str, Any]] = {}
+    for v in _list(view.pod_spec.get("volumes")):
+        if isinstance(_dict(v).get("name"), str):
+            volumes[v["name"]] = v
+    by_volume: dict[str, list[_Source]] = {}
+    mounts: dict[str, tuple[list[_Source], str | None]] = {}
     for m in _list(view.container.get("volumeMounts")):
         m = _dict(m)
-        vol = volumes.get(m.get("name"))
-        path = m.get("mountPath")
-        if vol is None or not isinstance(path, str):
+        name, path = m.get("name"), m.get("mountPath")
+        if not isinstance(name, str) or name not in volumes:
             continue
-        sources = [_dict(vol.get("configMap"))] + [
-            _dict(_dict(src).get("configMap"))
-            for src in _list(_dict(vol.get("projected")).get("sources"))
-        ]
-        for src in sources:
-            data = config_maps.get(str(src.get("name")))
-            if not data:
+        if not isinstance(path, str) or not path.startswith("/") or len(path) > PATH_MAX:
+            continue
+        if name not in by_volume:
+            by_volume[name] = _volume_sources(volumes[name], config_maps)
+        sources = by_volume[name]
+        if not sources:
+            continue
+        sub = m.get("subPath")
+        mounts[posixpath.normpath(path).rstrip("/")] = (
+            sources,
+            posixpath.normpath(sub) if isinstance(sub, str) and sub else None,
+        )
+    return _Files(mounts)
+
+
+def _volume_sources(vol: dict[str, Any], config_maps: dict[str, Any]) -> list[_Source]:
+    """(ConfigMap data, items path → key or None) of a volume's ConfigMap sources the caller
+    knows, each distinct source once (a projected volume may repeat one a thousand times)."""
+    refs = [_dict(vol.get("configMap"))] + [
+        _dict(_dict(src).get("configMap"))
+        for src in _list(_dict(vol.get("projected")).get("sources"))
+    ]
+    out: list[_Source] = []
+    seen: set[tuple[str, tuple[tuple[str, str], ...] | None]] = set()
+    for ref in refs:
+        name = ref.get("name")
+        if not isinstance(name, str):
+            continue
+        data = config_maps.get(name)
+        if not isinstance(data, dict) or not data:
+            continue
+        items: dict[str, str] | None = None
+        if _list(ref.get("items")):
+            items = {}
+            for i in _list(ref.get("items")):
+                key, rel = _dict(i).get("key"), _dict(i).get("path")
+                if isinstance(key, str) and key and isinstance(rel, str) and rel:
+                    items[posixpath.normpath(rel)] = key
+            if not items:
                 continue
-            items = {
-                str(_dict(i).get("key")): str(_dict(i).get("path"))
-                for i in _list(src.get("items"))
-                if _dict(i).get("key") and _dict(i).get("path")
-            } or {k: k for k in data}
-            sub = m.get("subPath")
-            for key, rel in items.items():
-                if key not in data:
-                    continue
-                if isinstance(sub, str) and sub:
-                    if rel == sub:
-                        out[path] = data[key]
-                else:
-                    out[path.rstrip("/") + "/" + rel] = data[key]
+        mark = (name, tuple(sorted(items.items())) if items is not None else None)
+        if mark in seen:
+            continue
+        seen.add(mark)
+        out.append((data, items))
     return out
 
 
@@ -758,13 +907,13 @@ def _memory(resources: dict[str, Any], section: str, diags: list[Diagnostic]) ->
 def _dev_shm(view: ContainerView, diags: list[Diagnostic]) -> tuple[bool, int | None]:
     """(a memory-backed emptyDir is mounted at /dev/shm, its sizeLimit in bytes or None)."""
     mounts = {
-        _dict(m).get("name")
+        m["name"]
         for m in _list(view.container.get("volumeMounts"))
-        if _dict(m).get("mountPath") in ("/dev/shm", "/dev/shm/")
+        if _dict(m).get("mountPath") in ("/dev/shm", "/dev/shm/") and isinstance(m.get("name"), str)
     }
     for vol in _list(view.pod_spec.get("volumes")):
         vol = _dict(vol)
-        if vol.get("name") in mounts:
+        if isinstance(vol.get("name"), str) and vol["name"] in mounts:
             ed = _dict(vol.get("emptyDir"))
             if ed.get("medium") != "Memory":
                 continue
@@ -839,6 +988,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     c = view.container
     image = _str(c.get("image"))
     diags: list[Diagnostic] = [Diagnostic(sev, msg) for sev, msg in view.notes]
+    budget = limits.current()
+    mark = budget.mark()  # a container whose scripts were cut is never "no server"
     if view.bare:
         return _bare(info, view, diags)
     if c.get("_dynamo"):
@@ -878,8 +1029,17 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             out.append(text)
         return out
 
-    command = kx(_words(c.get("command")))
-    args = kx(_words(c.get("args")))
+    # past limits.MAX_ARGS words the command line cannot be read in full (later flags win in
+    # argparse): one word more than the bound is kept so the vLLM invocation is seen and cut,
+    # the rest is never expanded or parsed (a million args took 7-45 s before)
+    raw_command = _list(c.get("command"))
+    raw_args = _list(c.get("args"))
+    if len(raw_command) + len(raw_args) > limits.MAX_ARGS:
+        budget.note(f"a command line of more than {limits.MAX_ARGS} arguments: cut")
+        raw_command = raw_command[: limits.MAX_ARGS + 1]
+        raw_args = raw_args[: max(0, limits.MAX_ARGS + 1 - len(raw_command))]
+    command = kx(_words(raw_command))
+    args = kx(_words(raw_args))
     placeholders = sorted({m for w in command + args for m in _PLACEHOLDER.findall(w)})
     if placeholders:
         diags.append(
@@ -1003,15 +1163,16 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             argv = args
 
     mounted = _mounted_files(view, info.context.config_maps)
-    candidates = _locate_all(argv, env, unknown, maybe_env, files=mounted)
+    found = _locate_all(argv, env, unknown, maybe_env, files=mounted)
     # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM
     candidates = [
         cand
-        for cand in candidates
+        for cand in found
         if cand.kind != "hf"
-        or (parse_hf_args(cand.flags)[1].backend or "auto").lower() != "huggingface"
+        or (parse_hf_args(cand.flags[: limits.MAX_ARGS])[1].backend or "auto").lower()
+        != "huggingface"
     ]
-    if not candidates and _locate_all(argv, env, unknown, maybe_env, files=mounted):
+    if not candidates and found and not budget.since(mark):
         return None
     located = candidates[0] if candidates else None
     if any(
@@ -1065,8 +1226,15 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             or images.vendor_image(image) is not None
             or view.runtime is not None
         )
-        if vllm_like and argv and _starts_no_server(argv, env, unknown, maybe_env, files=mounted):
-            return None  # a Ray worker, a multi-node worker, a pod that only sleeps
+        if (
+            vllm_like
+            and argv
+            and _starts_no_server(argv, env, unknown, maybe_env, files=mounted)
+            and not budget.since(mark)
+        ):
+            # a Ray worker, a multi-node worker, a pod that only sleeps; never a script that
+            # was cut (what it runs past the cut is unknown)
+            return None
         if vllm_like:
             diags.append(
                 Diagnostic(
@@ -1128,7 +1296,7 @@ def _read_invocation(
             )
     version = images.image_version(image)
     loader = info.config_loader()
-    files = {**_mounted_files(view, info.context.config_maps), **located.files}
+    files = _mounted_files(view, info.context.config_maps).with_files(located.files)
     if files:
         loader = _script_files_loader(files, loader, diags)
     hf_args = None
@@ -1259,6 +1427,16 @@ def _read_invocation(
         # where KServe downloads the storageUri)
         model = hf_args.model_id or hf_args.model_dir or MODEL_DIR
     lookup_keys: list[str] = []
+    if (
+        model
+        and model.startswith("/")
+        and ("//" in model or any(seg in (".", "..") for seg in model.split("/")))
+    ):
+        # `..` and `.` name the directory the path denotes: /mnt/models/../etc is not KServe's
+        # download, /models/Org/Name/.. is not Org/Name
+        norm = posixpath.normpath(model)
+        diags.append(Diagnostic("info", f"model path {model[:200]} read as {norm[:200]}"))
+        model = norm
     if (model and storage and (model == MODEL_DIR or model.startswith(MODEL_DIR + "/"))) or (
         model is None and storage and hf_args is not None
     ):
@@ -1402,10 +1580,11 @@ def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
     container's own script) names a model repo or a storage URI ending in org/name whose name
     is the model path's last part: `huggingface-cli download org/name --local-dir /models/name`,
     `aibrix_download --model-uri tos://bucket/org/name/ --local-dir /models/`. One distinct id
-    only (two orgs of the same name: nothing is assumed)."""
-    target = path.rstrip("/")
+    only (two orgs of the same name: nothing is assumed); a path longer than a path can be names
+    no download."""
+    target = posixpath.normpath(path) if path.startswith("/") else path.rstrip("/")
     leaf = target.rsplit("/", 1)[-1].lower()
-    if not leaf:
+    if not leaf or leaf in (".", "..") or len(target) > PATH_MAX:
         return None
     by_dir: dict[str, tuple[str, str]] = {}  # a download whose output directory is the path
     by_name: dict[str, tuple[str, str]] = {}  # a repo whose name is the path's last part
@@ -1414,6 +1593,7 @@ def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
     for c in containers:
         words = _words(c.get("command")) + _words(c.get("args"))
         words += [str(_dict(e).get("value")) for e in _list(c.get("env")) if _dict(e).get("value")]
+        tokens = " ".join(words).split()
         who = "init container" if c is not view.container else "the container's command"
         who = f"{who} {c.get('name') or '?'}"
         # AIBrix's downloader writes into <local-dir>/<model name> (--model-name, or the env
@@ -1426,13 +1606,12 @@ def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
             ),
             None,
         )
-        for command in _download_commands(" ".join(words).split()):
+        for command in _download_commands(tokens):
             ids = [i for i in (_repo_id_in(w) for w in command) if i]
-            names = [env_name] if env_name else []
-            names += _flag_values(command, {"--model-name", "--model_name"})
-            outs = [o.strip("'\"").rstrip("/") for o in _flag_values(command, _OUTPUT_DIR_FLAGS)]
-            outs += [f"{o}/{n}" for o in outs for n in names]
-            if target in outs and len({i.lower() for i in ids}) == 1:
+            names = {env_name} if env_name else set()
+            names.update(_flag_values(command, {"--model-name", "--model_name"}))
+            outs = {_out_dir(o) for o in _flag_values(command, _OUTPUT_DIR_FLAGS)}
+            if _writes_to(target, outs, names) and len({i.lower() for i in ids}) == 1:
                 by_dir.setdefault(ids[0].lower(), (ids[0], who))
             for cand in ids:
                 if cand.rsplit("/", 1)[-1].lower() == leaf:
@@ -1441,6 +1620,27 @@ def _downloaded_id(view: ContainerView, path: str) -> tuple[str, str] | None:
         if len(found) == 1:
             return next(iter(found.values()))
     return None
+
+
+def _out_dir(word: str) -> str:
+    word = word.strip("'\"")
+    return posixpath.normpath(word) if word.startswith("/") else word.rstrip("/")
+
+
+def _writes_to(target: str, outs: set[str], names: set[str]) -> bool:
+    """Whether a download into one of `outs` (itself, or <out>/<model name>) writes `target`:
+    a lookup per `/` of the target, not every directory paired with every name (5000 of each
+    built 25 million strings: 30 s and 1.6 GB before)."""
+    if target in outs:
+        return True
+    if not names or not outs:
+        return False
+    i = target.find("/")
+    while i >= 0:
+        if target[:i] in outs and target[i + 1 :] in names:
+            return True
+        i = target.find("/", i + 1)
+    return False
 
 
 # Flags that name where a download tool writes the model: huggingface-cli / hf download
@@ -1542,7 +1742,7 @@ def _env_from_sources(container: dict[str, Any]) -> list[str]:
 
 
 def _script_files_loader(
-    files: dict[str, str],
+    files: _Files,
     fallback: Callable[[str], dict[str, Any] | None] | None,
     diags: list[Diagnostic],
 ) -> Callable[[str], dict[str, Any] | None]:

@@ -104,7 +104,7 @@ def _arith_unary(tokens: list[str]) -> tuple[int, list[str]]:
     raise ValueError(f"not an arithmetic token: {tok!r}")
 
 
-MAX_SCRIPT = 200_000  # characters; longer scripts are read up to this point
+MAX_SCRIPT = 200_000  # characters; longer scripts are read up to this point (said: cut)
 MAX_DEPTH = 4  # nested `sh -c` levels
 
 
@@ -600,7 +600,12 @@ def run_script(
     """The simple commands of a script, each with the exported environment it runs with.
     `env`: literal container env; `unknown`: names set from valueFrom (value unknown);
     `maybe_env`: envFrom present, so any other name may be set too."""
-    with limits.budget():
+    with limits.budget() as budget:
+        if len(script) > MAX_SCRIPT:
+            budget.note(
+                f"a script of more than {MAX_SCRIPT} characters: read up to there only, "
+                "what it runs past that point is unknown"
+            )
         return _run_script(script, env, unknown, maybe_env, positional)
 
 
