@@ -75,6 +75,33 @@ NOT_ENGINE_IMAGE_WORDS = (
     "scheduler",
     "epp",
 )
+# Whole words of an image's name that say it serves no model itself: a load balancer, a UI, a
+# client, an evaluation or load test
+NOT_ENGINE_IMAGE_TOKENS = frozenset(
+    {
+        "lb",
+        "loadbalancer",
+        "balancer",
+        "dispatcher",
+        "frontend",
+        "ui",
+        "webui",
+        "client",
+        "eval",
+        "evals",
+        "evaluation",
+        "loadgen",
+        "loadtest",
+        "locust",
+        "test",
+        "tests",
+        "e2e",
+        "ingress",
+        "envoy",
+        "routing",
+        "tokenizer",
+    }
+)
 # A documentation placeholder left in a manifest: <model-path>, <YOUR_S3_BUCKET>
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w.-]*>")
 RELEVANT_ENV = (
@@ -662,14 +689,27 @@ def _locate(
     return found[0] if found else None
 
 
+def _asks_for_help(flags: list[str]) -> bool:
+    """`-h` / `--help` (vLLM's `--help=all`, `--help=<group>`) among the words argparse reads as
+    options: it prints the help and exits before any engine starts."""
+    for tok in flags[: limits.MAX_ARGS]:
+        if tok == "--":
+            return False
+        if tok in ("-h", "--help") or tok.startswith("--help="):
+            return True
+    return False
+
+
 def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     """The vLLM entry point args-only fit, when they are a vLLM server's arguments and nothing
     else: they parse with vLLM's own parser (the image tag's version, else the newest) without
     unknown flags or errors and name a model: `--model X ...` (the api_server module) or
     `X --flag ...` (vllm serve's positional model). None otherwise."""
     name = images.repo_name(image)
-    if any(role in name for role in NOT_ENGINE_IMAGE_WORDS):
-        return None  # a router, proxy, mock or simulator that takes a --model too
+    if any(role in name for role in NOT_ENGINE_IMAGE_WORDS) or (
+        NOT_ENGINE_IMAGE_TOKENS & set(re.split(r"[^a-z0-9]+", name))
+    ):
+        return None  # a router, proxy, mock, simulator, balancer or client: takes --model too
     version = images.image_version(image)
     positional = not args[0].startswith("-")
     parsed = parse_vllm_args(args, version=version, positional_model=positional, strict=True)
@@ -1164,13 +1204,17 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
 
     mounted = _mounted_files(view, info.context.config_maps)
     found = _locate_all(argv, env, unknown, maybe_env, files=mounted)
-    # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM
+    # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM; an
+    # invocation asking for --help prints it and exits (argparse), whatever else it says
     candidates = [
         cand
         for cand in found
-        if cand.kind != "hf"
-        or (parse_hf_args(cand.flags[: limits.MAX_ARGS])[1].backend or "auto").lower()
-        != "huggingface"
+        if not _asks_for_help(cand.flags)
+        and (
+            cand.kind != "hf"
+            or (parse_hf_args(cand.flags[: limits.MAX_ARGS])[1].backend or "auto").lower()
+            != "huggingface"
+        )
     ]
     if not candidates and found and not budget.since(mark):
         return None
