@@ -19,6 +19,27 @@ if TYPE_CHECKING:
 KV_ENV_NAME = "VLLM_CPU_KVCACHE_SPACE"
 
 
+def printable(text: str) -> str:
+    """A message as a person's terminal should show it: characters that are not printable (C0 and
+    C1 controls such as ESC or newline, bidi overrides, zero-width marks) come from names and
+    values in the object and are written escaped (`\\x1b`), never interpreted: a container
+    named with a terminal escape must not recolour `kubectl` output, and a Warning header must
+    not carry a control character."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
 def gi(n: int | float | None) -> str:
     """Human quantity in Gi with one decimal, rounded up so it never understates: 22.4Gi."""
     if n is None:

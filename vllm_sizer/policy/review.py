@@ -342,6 +342,13 @@ def review_object(
     result.message = " ".join(denials)
     for d in result.containers:  # two containers of one name (leader and worker): said once
         result.warnings.extend(x for x in d.warnings if x not in result.warnings)
+    # a Warning header with a control character is dropped by the API server (Go's
+    # net.NewWarningHeader), and a terminal interprets one: names and values are shown escaped
+    for d in result.containers:
+        d.message = messages.printable(d.message)
+        d.warnings = [messages.printable(x) for x in d.warnings]
+    result.message = messages.printable(result.message)
+    result.warnings = [messages.printable(x) for x in result.warnings]
     if result.verdict != "deny":
         result.patch, result.annotations = _patch(obj, result, label_pods)
         if (
