@@ -60,3 +60,18 @@ def test_a_kaito_config_that_is_no_mapping_is_said(text, where):
           "inference": {"preset": {"name": "phi-4"}, "config": "c"}}
     (w,) = read_workloads(ws, ReadContext(config_maps={"c": {"inference_config.yaml": text}}))
     assert any(where in d.message and "unknown" in d.message for d in w.diagnostics)
+
+
+@pytest.mark.parametrize("kwargs", [[1, 2], "tensor_parallel_size=2", 4])
+def test_ray_engine_kwargs_that_are_no_mapping_are_said(kwargs):
+    """Ray's LLMConfig takes engine_kwargs as a mapping; before, anything else was dropped
+    without a word and vLLM's defaults sized."""
+    import yaml
+
+    text = yaml.safe_dump({"applications": [{
+        "name": "llm", "import_path": "ray.serve.llm:build_openai_app",
+        "args": {"llm_configs": [{"model_loading_config": {"model_id": "q",
+                                                           "model_source": "Qwen/Qwen3-8B"},
+                                  "engine_kwargs": kwargs}]}}]})
+    (w,) = read_workloads(_serve_config(text))
+    assert any(d.severity == "error" and "not a mapping" in d.message for d in w.diagnostics)

@@ -613,18 +613,19 @@ def _serve_engines(
         llm = _dict(llm)
         loading = _dict(llm.get("model_loading_config"))
         source = loading.get("model_source") or loading.get("model_id")
-        kwargs = dict(_dict(llm.get("engine_kwargs")))
+        raw_kwargs = llm.get("engine_kwargs")
+        kwargs = dict(_dict(raw_kwargs))
         if kwargs.get("device") == "auto":
             kwargs.pop("device")
         name = str(loading.get("model_id") or k)
-        out.append(
-            (
-                name,
-                source if isinstance(source, str) else None,
-                _kwargs_flags(kwargs),
-                "Ray Serve LLM engine_kwargs",
+        how = "Ray Serve LLM engine_kwargs"
+        if raw_kwargs is not None and not isinstance(raw_kwargs, dict):
+            # Ray's LLMConfig takes a mapping (and rejects anything else)
+            how += (
+                f", which is a {type(raw_kwargs).__name__}, not a mapping: its engine "
+                "arguments are unknown (vLLM's defaults are read)"
             )
-        )
+        out.append((name, source if isinstance(source, str) else None, _kwargs_flags(kwargs), how))
     if out or str(app.get("import_path") or "").startswith("ray.serve.llm"):
         return out
     env_vars = _dict(_dict(app.get("runtime_env")).get("env_vars"))
@@ -700,7 +701,7 @@ def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
                 "alone; the raylet and the Ray object store (30% of the pod's memory by "
                 "default) come on top, so vllm-sizer does not change the worker's limit",
             ),
-            ("info", f"engine arguments from {how}"),
+            ("error" if "not a mapping" in how else "info", f"engine arguments from {how}"),
         ]
         views.append(
             ContainerView(
