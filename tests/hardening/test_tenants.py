@@ -221,3 +221,13 @@ def test_a_literal_kv_value_beside_envfrom_is_known():
     obj = cpu_deployment([{"name": "VLLM_CPU_KVCACHE_SPACE", "value": "2"}], ENV_FROM)
     d = review_object(obj, None, PolicySettings(mode="mutate"))
     assert d.verdict == "mutate" and memory_ops(d)
+
+
+def test_two_configmaps_of_one_name_the_last_wins_as_kubectl_apply():
+    """check's input applied in order: a ConfigMap written twice holds the second's data."""
+    def cm(value):
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "env", "namespace": "a"}, "data": {"K": value}}
+    ctx = ClusterContext.from_objects([cm("first"), cm("second")])
+    assert ctx.read_context("a").config_maps["env"] == {"K": "second"}
+    assert ctx.read_context("b").config_maps.get("env") is None  # never another namespace's

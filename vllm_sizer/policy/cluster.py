@@ -187,17 +187,17 @@ class ClusterContext:
             for o in by_kind.get(kind, []):
                 name = _meta(o).get("name")
                 if isinstance(name, str) and name:
-                    ctx.objects.setdefault((kind, name), o)
+                    ctx.objects[(kind, name)] = o
         for kind in NAMESPACED_REFERENCED_KINDS:
             for o in by_kind.get(kind, []):
                 name = _meta(o).get("name")
                 if isinstance(name, str) and name:
-                    ctx.namespaced_objects.setdefault(_ns(o), {}).setdefault((kind, name), o)
+                    ctx.namespaced_objects.setdefault(_ns(o), {})[(kind, name)] = o
         for cm in by_kind.get("ConfigMap", []):
             name = _meta(cm).get("name")
             data = {str(k): v for k, v in _dict(cm.get("data")).items() if isinstance(v, str)}
-            if isinstance(name, str) and name:
-                ctx.config_maps.setdefault(_ns(cm), {}).setdefault(name, data)
+            if isinstance(name, str) and name:  # the last of one name wins, as `kubectl apply`
+                ctx.config_maps.setdefault(_ns(cm), {})[name] = data
         return ctx
 
     # ---- reading
