@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from vllm_sizer.cli.check import CONTEXT_KINDS, build_context, load_documents
+from vllm_sizer.cli.check import CONTEXT_KINDS, _document_chunks, build_context, load_documents
 from vllm_sizer.estimator.settings import EngineSettings
 from vllm_sizer.policy.review import review_object
 from vllm_sizer.policy.settings import PolicySettings
@@ -120,6 +120,19 @@ def compare(server: dict[str, Any], w: Workload) -> list[str]:
     return problems
 
 
+def _load_chunks(text: str) -> list[Any]:
+    """Every document of the text, cut at its document starts as check cuts it
+    (check._document_chunks): a broken document (a `{{HF_TOKEN}}` placeholder in a tutorial's
+    Secret) is dropped and the documents after it are still read."""
+    out: list[Any] = []
+    for chunk in _document_chunks(text):
+        try:
+            out.extend(yaml.load_all(chunk, Loader=_Loader))
+        except yaml.YAMLError:
+            continue
+    return out
+
+
 @cache
 def documents(file: str) -> tuple[dict[str, Any], ...]:
     """The objects of one corpus file, as `vllm-sizer check` loads them (check.load_documents:
@@ -127,7 +140,7 @@ def documents(file: str) -> tuple[dict[str, Any], ...]:
     the pure-Python parser takes most of the corpus's run time. test_check_cli_reads_the_corpus
     compares these with what check's own loader gives."""
     docs: list[dict[str, Any]] = []
-    for doc in yaml.load_all((DATA / file).read_text(), Loader=_Loader):
+    for doc in _load_chunks((DATA / file).read_text()):
         if doc is None:
             continue
         if not isinstance(doc, dict):

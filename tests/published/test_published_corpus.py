@@ -50,6 +50,12 @@ XFAIL_SERVERS: dict[str, str] = {
         'platform kind RayService not read: not found (RayService vllm-tpu-multihost container ray-worker)',
     'data-on-eks/rayjob-batch-native-vllm.yaml::RayJob/ticket-batch-native/ray-worker':
         "args only, and the image's ENTRYPOINT is not known: not found (RayJob ticket-batch-native container ray-worker)",
+    'dynamo/recipe-llama-3-70b-agg.yaml::DynamoGraphDeployment/llama3-70b-agg/VllmPrefillWorker':
+        "model by local path: the id is in an init container's download: model '/opt/models/hub/models--RedHatAI--Llama-3.3-70B-Instruct-FP8-dynamic/snapshots/ddb4128...",
+    'gke-samples/rayservice-tpu-v6e-singlehost.yaml::RayService/vllm-tpu/ray-worker':
+        'misread: tensor_parallel_size 1, want 8; enforce_eager False, want True',
+    'kuberay/rayservice-vllm-tpu-v6e-singlehost.yaml::RayService/vllm-tpu/ray-worker':
+        'misread: tensor_parallel_size 1, want 8; enforce_eager False, want True',
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one
