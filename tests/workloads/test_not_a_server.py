@@ -259,6 +259,21 @@ def test_a_placeholder_left_in_a_script_is_said():
     assert any("placeholder <model-name>, <model-path>" in d.message for d in w.diagnostics)
 
 
+def test_a_placeholder_in_a_script_is_the_word_the_author_meant_not_two_redirections():
+    """sh reads `<model-path> --served-model-name` as `< model-path` and `> --served-model-name`:
+    the flag after each placeholder is lost and the next flag's value became the model (AIBrix's
+    Neuron sample read its --kv-transfer-config JSON as the model). A placeholder is one word."""
+    (w,) = read_workloads(pod(["sh", "-c"], [
+        "vllm serve \\\n  --model <model-path> \\\n  --served-model-name <model-name> \\\n"
+        "  --kv-transfer-config '{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}'"
+        " --max-model-len=<max-len> --max-num-seqs 8"]))
+    assert w.model == "<model-path>"
+    assert w.settings.kv_connector == "NixlConnector"
+    assert w.settings.max_num_seqs == 8
+    (w,) = read_workloads(pod(["sh", "-c"], ["vllm serve Qwen/Qwen3-8B < /dev/null > /tmp/log"]))
+    assert w.model == "Qwen/Qwen3-8B"  # real redirections are still redirections
+
+
 def test_shell_arithmetic_and_the_lws_group_size_are_computed():
     """`$((LWS_GROUP_SIZE * DP_SIZE_LOCAL))`: the LWS controller sets LWS_GROUP_SIZE to the
     group size (and LWS_WORKER_INDEX to 0 on the leader); the shell computes the product."""

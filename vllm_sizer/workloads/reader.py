@@ -1086,8 +1086,8 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             Diagnostic(
                 "warning",
                 f"placeholder {', '.join(placeholders[:3])} left in the command line: fill it in "
-                "(in a shell script `<` and `>` are redirections, so the words around it are "
-                "not what vLLM receives)",
+                "(read as the word the author meant; a shell would take its `<` and `>` as "
+                "redirections and lose the word after it)",
             )
         )
     for name in dict.fromkeys(kube_unresolved):

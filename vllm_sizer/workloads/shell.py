@@ -34,6 +34,10 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _PLAIN_RUN = re.compile(r"[^ \t\r\n;|()&<>\\'\"$`]+")  # ordinary word characters
 _QUOTED_RUN = re.compile(r'[^"\\$`]+')  # ordinary characters inside double quotes
+# A documentation placeholder (`--model <model-path>`), a whole word or a word's end: sh would
+# read `<model-path` and `> NEXT` as redirections and lose the next word (a flag); the author
+# meant one word that the user fills in, so it is read as that word (reader.py says so).
+_DOC_PLACEHOLDER = re.compile(r"<[A-Za-z][\w.-]*>(?=[ \t\r\n;&|)]|\\\n|$)")
 KEYWORDS = {
     "if",
     "then",
@@ -484,6 +488,10 @@ class _Tokenizer:
                 conditional = logical or c == "|"
                 words, unresolved = [], []
                 drop_next, capture, redirect = False, None, None
+            elif c == "<" and (ph := _DOC_PLACEHOLDER.match(s, self.i)):
+                cur.append(ph.group(0))
+                have = True
+                self.i = ph.end()
             elif c in "<>":
                 fd = None
                 if have and "".join(cur).isdigit():  # 2>file: the fd number is no word
