@@ -55,6 +55,47 @@ def test_rayservice_bad_serve_config_is_a_diagnostic():
     assert w.settings is None and any("not valid YAML" in d.message for d in w.diagnostics)
 
 
+def _ray_app(env_vars: dict, worker_limits: dict, import_path: str = "serve_tpu:model") -> dict:
+    """A RayService whose custom Ray Serve app names vLLM only through its runtime_env, with a
+    CPU-only first worker group and the engine's group second."""
+    serve = yaml.safe_dump({"applications": [{"name": "llm", "import_path": import_path,
+                                              "runtime_env": {"env_vars": env_vars}}]})
+    group = lambda name, limits: {"groupName": name, "template": {"spec": {"containers": [  # noqa: E731
+        {"name": name, "image": "${SERVE_IMAGE}", "resources": {"limits": limits}}]}}}
+    return {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "r"},
+            "spec": {"serveConfigV2": serve, "rayClusterConfig": {
+                "headGroupSpec": {"template": {"spec": {"containers": [
+                    {"name": "ray-head", "image": "${SERVE_IMAGE}"}]}}},
+                "workerGroupSpecs": [group("cpu-worker", {"cpu": "8"}),
+                                     group("ray-worker", worker_limits)]}}}
+
+
+def test_rayservice_app_on_a_tpu_worker_group_is_read_there():
+    """GKE's TPU samples: the app names vLLM only by VLLM_XLA_CACHE_PATH, the engine runs on the
+    google.com/tpu group (not the first worker group), and serve_tpu.py's tensor parallelism is
+    TPU_CHIPS."""
+    obj = _ray_app({"MODEL_ID": "Qwen/Qwen3-4B-Instruct-2507", "TPU_CHIPS": "8",
+                    "VLLM_XLA_CACHE_PATH": "/data"},
+                   {"google.com/tpu": "8", "memory": "200Gi"})
+    (w,) = read_workloads(obj)
+    assert w.container == "ray-worker" and w.device == "other"
+    assert w.model == "Qwen/Qwen3-4B-Instruct-2507"
+    assert w.settings.tensor_parallel_size == 8
+    assert w.limit_bytes == 200 * 2**30
+
+
+def test_rayservice_app_whose_code_picks_the_model_is_found_not_guessed():
+    """No model in the manifest: not vLLM's default model (the app's code picks one), found and
+    said, not sized."""
+    obj = _ray_app({"VLLM_XLA_CACHE_PATH": "/tmp/x"}, {"google.com/tpu": "4"},
+                   "ai-ml.gke-ray.rayserve.llm.tpu.serve_tpu_multihost:deployment")
+    (w,) = read_workloads(obj)
+    assert w.container == "ray-worker" and w.settings is None and w.model is None
+    assert any("picks the model" in d.message for d in w.diagnostics)
+    r = review_object(obj, policy=enforce())
+    assert r.patch == [] and r.verdict != "deny"
+
+
 # ---- production-stack VLLMRuntime ------------------------------------------------------------
 
 def test_vllmruntime_fields_become_the_command_and_memory_is_the_patch_path():

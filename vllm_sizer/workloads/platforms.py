@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .device import OTHER_ACCELERATORS
 from .expand import pointer
 from .limits import load_yaml
 from .view import ContainerView
@@ -565,9 +566,16 @@ def _gpu_group(
         )
     for c, ptr, pod in candidates:
         limits = _dict(_dict(c.get("resources")).get("limits"))
-        if any(k.endswith("/gpu") or "gpu" in k for k in limits):
+        if any(_accelerator(k) for k in limits):
             return c, ptr, pod
     return candidates[0] if candidates else None
+
+
+def _accelerator(resource: str) -> bool:
+    """A GPU or another accelerator (google.com/tpu, aws.amazon.com/neuron, ...): a TPU worker
+    group holds the engine as a GPU group does."""
+    low = str(resource).lower()
+    return "gpu" in low or low.startswith(OTHER_ACCELERATORS)
 
 
 # Custom Ray Serve vLLM apps (not ray.serve.llm) build vLLM's engine arguments from their
@@ -575,12 +583,16 @@ def _gpu_group(
 # kubernetes-engine-samples@2b50365 ai-ml/gke-ray/rayserve/llm/serve.py:126-127 MODEL_ID,
 # TENSOR_PARALLELISM; awslabs/ai-on-eks@41a979e blueprints/inference/vllm-rayserve-gpu/
 # vllm_serve.py:33-38 MODEL_ID, GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, MAX_NUM_SEQ(S),
-# MAX_NUM_BATCHED_TOKENS). The app's code is not visible: read by name, and said so.
+# MAX_NUM_BATCHED_TOKENS; ai-ml/gke-ray/rayserve/llm/tpu/serve_tpu.py:48,84-91 and
+# ray-project/kuberay@feeaf72 ray-operator/config/samples/vllm/serve_tpu.py:32,68-75
+# tensor_parallel_size = the TPU chips, TPU_CHIPS when Ray has not seen the TPU host yet). The
+# app's code is not visible: read by name, and said so.
 RAY_APP_ENV_FLAGS = {
     "MODEL_ID": "--model",
     "MODEL_NAME": "--model",
     "TENSOR_PARALLELISM": "--tensor-parallel-size",
     "TENSOR_PARALLEL_SIZE": "--tensor-parallel-size",
+    "TPU_CHIPS": "--tensor-parallel-size",
     "PIPELINE_PARALLEL_SIZE": "--pipeline-parallel-size",
     "MAX_MODEL_LEN": "--max-model-len",
     "MAX_NUM_SEQS": "--max-num-seqs",
@@ -595,11 +607,16 @@ RAY_APP_ENV_FLAGS = {
 
 def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
     """A Ray Serve application that runs vLLM: ray.serve.llm, or an app whose import path,
-    deployments, pip requirements or worker image name vLLM."""
+    deployments, pip requirements, worker image or runtime_env variables (VLLM_XLA_CACHE_PATH:
+    only vLLM reads a VLLM_* variable) name vLLM."""
     deployments = " ".join(str(_dict(d).get("name") or "") for d in _list(app.get("deployments")))
-    pip = _dict(app.get("runtime_env")).get("pip")
+    runtime_env = _dict(app.get("runtime_env"))
+    pip = runtime_env.get("pip")
     pip_words = " ".join(str(p) for p in (_list(pip) or _list(_dict(pip).get("packages"))))
-    text = " ".join([str(app.get("import_path") or ""), deployments, pip_words, worker_image])
+    env_words = " ".join(str(k) for k in _dict(runtime_env.get("env_vars")))
+    text = " ".join(
+        [str(app.get("import_path") or ""), deployments, pip_words, worker_image, env_words]
+    )
     return "vllm" in text.lower() or "ray-llm" in worker_image.lower()
 
 
@@ -643,10 +660,8 @@ def _serve_engines(
             model = model or str(value)
         elif flag not in flags:
             flags += [flag, str(value)]
-    if model is None:
-        return []
     how = (
-        f"the app's runtime_env env_vars read by name ({', '.join(used)}): its code "
+        f"the app's runtime_env env_vars read by name ({', '.join(used) or 'none of them'}): its code "
         "(import_path " + str(app.get("import_path") or "?") + ") is not visible, so what it "
         "does not take from them is read as vLLM's default"
     )
@@ -692,7 +707,29 @@ def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
     ]
     views: list[ContainerView] = []
     for name, model, flags, how in engines:
-        argv = ["vllm", "serve", *([model] if model else []), *flags]
+        view_name = worker if worker and len(engines) == 1 else f"{worker or 'ray'}/{name}"
+        if model is None:  # vLLM's default model would be a guess: the app's code picks one
+            views.append(
+                ContainerView(
+                    name=view_name,
+                    container={},
+                    pod_spec=pod,
+                    container_path=ptr or pointer("spec", "serveConfigV2"),
+                    resources_path="",
+                    patchable=False,
+                    pods_sized_at_creation=False,
+                    bare=True,
+                    notes=[
+                        (
+                            "warning",
+                            f"Ray Serve vLLM app {name}: its code (not in the manifest) "
+                            "picks the model, so the engine is not sized",
+                        )
+                    ],
+                )
+            )
+            continue
+        argv = ["vllm", "serve", model, *flags]
         notes: list[tuple[Severity, str]] = [
             (
                 "warning",
@@ -706,7 +743,7 @@ def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
         views.append(
             ContainerView(
                 # named after the worker container that runs it (one engine), else per engine
-                name=worker if worker and len(engines) == 1 else f"{worker or 'ray'}/{name}",
+                name=view_name,
                 container={**c, "command": argv, "args": []},
                 pod_spec=pod,
                 container_path=ptr or pointer("spec", "serveConfigV2"),
