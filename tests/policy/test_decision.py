@@ -257,3 +257,25 @@ def test_mode_off_never_touches_an_object_we_never_sized():
     obj = deployment(limit="8Gi", annotations={"vllm-sizer.io/mode": "off"})
     r = review(obj)
     assert r.patch == [] and r.annotations == {}
+
+
+def test_a_config_map_in_the_same_render_is_read_not_called_unknown():
+    """OPEA's chart renders the ConfigMap its vLLM container takes with envFrom: check reads
+    it, so a CPU pod whose ConfigMap does not set VLLM_CPU_KVCACHE_SPACE gets it pinned instead
+    of `may be set by envFrom`."""
+    from vllm_sizer.cli.check import build_context
+
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "vllm"},
+           "spec": {"template": {"spec": {"containers": [{
+               "name": "vllm", "image": "opea/vllm:latest",
+               "envFrom": [{"configMapRef": {"name": "vllm-config"}}],
+               "args": ["--model", "Qwen/Qwen3-0.6B", "--max-num-batched-tokens", "2048"]}]}}}}
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vllm-config"},
+          "data": {"HF_HOME": "/tmp/.cache/huggingface"}}
+    r = review_object(dep, build_context([cm, dep]).read_context(None), PolicySettings())
+    (c,) = r.containers
+    assert not any("may be set by envFrom" in x for x in c.warnings)
+    assert any(op.get("path", "").endswith("/env/-") or "VLLM_CPU_KVCACHE_SPACE" in str(op)
+               for op in r.patch)
+    r = review_object(dep, build_context([dep]).read_context(None), PolicySettings())
+    assert any("may be set by envFrom" in x for x in r.containers[0].warnings)

@@ -275,3 +275,28 @@ def test_config_file_written_by_the_script_heredoc():
     assert s.max_num_seqs == 12  # the command line beats the config file
     assert any("read from the script" in m for m in messages(w, "info"))
     assert not any("contents unknown" in m for m in messages(w))
+
+
+def test_env_from_a_config_map_in_the_context_gives_its_values():
+    """A chart render ships the ConfigMap with the Deployment (OPEA's vllm chart): its keys are
+    the container's variables (with envFrom's prefix), env wins over them, and only the sources
+    that are not in the context stay unknown."""
+    from vllm_sizer.workloads import ReadContext
+
+    c = {"image": "vllm/vllm-openai:v0.11.0",
+         "command": ["sh", "-c", "vllm serve $MODEL --max-num-seqs $(SEQS)"],
+         "envFrom": [{"configMapRef": {"name": "vllm-config"}},
+                     {"configMapRef": {"name": "extra"}, "prefix": "X_"},
+                     {"secretRef": {"name": "hf"}}],
+         "env": [{"name": "SEQS", "value": "4"}]}
+    ctx = ReadContext(config_maps={"vllm-config": {"MODEL": "Qwen/Qwen3-8B", "SEQS": "9",
+                                                   "VLLM_CPU_KVCACHE_SPACE": "6"},
+                                   "extra": {"A": "1", "bad key": "x"}})
+    (w,) = read_workloads(pod(c), ctx)
+    assert w.model == "Qwen/Qwen3-8B"
+    assert w.settings.max_num_seqs == 4  # env wins over envFrom
+    assert w.effective_env["VLLM_CPU_KVCACHE_SPACE"] == "6" and w.effective_env["X_A"] == "1"
+    assert "X_bad key" not in w.effective_env
+    assert w.env_from == ["secretRef hf"]  # the one source whose values are unknown
+    (w,) = read_workloads(pod({**c, "envFrom": c["envFrom"][:1]}), ctx)
+    assert w.env_from == [] and not any("envFrom" in m for m in messages(w))

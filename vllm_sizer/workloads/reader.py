@@ -871,8 +871,40 @@ def _volume_sources(vol: dict[str, Any], config_maps: dict[str, Any]) -> list[_S
     return out
 
 
-def _read_env(container: dict[str, Any]) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # the kubelet skips other keys
+
+
+def _env_from(
+    container: dict[str, Any], config_maps: dict[str, dict[str, str]]
+) -> tuple[dict[str, str], list[str]]:
+    """The variables envFrom sets from ConfigMaps in the context (in order, later sources win,
+    each key with the source's prefix), and the sources whose values are unknown (a Secret, a
+    ConfigMap not in the context)."""
     env: dict[str, str] = {}
+    unknown_sources: list[str] = []
+    for ef in _list(container.get("envFrom"))[: limits.MAX_ENV_ENTRIES]:
+        ef = _dict(ef)
+        prefix = _str(ef.get("prefix")) or ""
+        for key in ("configMapRef", "secretRef"):
+            name = _dict(ef.get(key)).get("name")
+            if not isinstance(name, str):
+                continue
+            data = config_maps.get(name) if key == "configMapRef" else None
+            if data is None:
+                unknown_sources.append(f"{key} {name}")
+                continue
+            for k, v in list(data.items())[: limits.MAX_ENV_ENTRIES]:
+                if isinstance(v, str) and _ENV_NAME.fullmatch(prefix + str(k)):
+                    env[prefix + str(k)] = v
+    return env, unknown_sources
+
+
+def _read_env(
+    container: dict[str, Any], config_maps: dict[str, dict[str, str]] | None = None
+) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
+    """The container's variables: envFrom's first (ConfigMaps in the context give their values),
+    then env, which wins over envFrom as in the kubelet."""
+    env, unknown_sources = _env_from(container, config_maps or {})
     unknown: set[str] = set()
     diags: list[Diagnostic] = []
     entries = _list(container.get("env"))
@@ -913,22 +945,16 @@ def _read_env(container: dict[str, Any]) -> tuple[dict[str, str], set[str], bool
             continue
         env[name] = value
         unknown.discard(name)
-    env_from = _list(container.get("envFrom"))
-    if env_from:
-        sources = []
-        for ef in env_from:
-            ef = _dict(ef)
-            for key in ("configMapRef", "secretRef"):
-                if isinstance(_dict(ef.get(key)).get("name"), str):
-                    sources.append(f"{key} {ef[key]['name']}")
+    maybe_env = bool(unknown_sources)
+    if maybe_env:
         diags.append(
             Diagnostic(
                 "info",
-                "envFrom (" + (", ".join(sources) or "?") + "): variables "
+                "envFrom (" + (", ".join(unknown_sources) or "?") + "): variables "
                 "it sets (e.g. VLLM_CPU_KVCACHE_SPACE) are unknown to vllm-sizer",
             )
         )
-    return env, unknown, bool(env_from), diags
+    return env, unknown, maybe_env, diags
 
 
 def _memory(resources: dict[str, Any], section: str, diags: list[Diagnostic]) -> int | None:
@@ -1049,7 +1075,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 )
             )
 
-    env, unknown, maybe_env, env_diags = _read_env(c)
+    env, unknown, maybe_env, env_diags = _read_env(c, info.context.config_maps)
     diags += env_diags
     for name, value in view.injected_values.items():
         if (
@@ -1611,7 +1637,7 @@ def _read_invocation(
         model_note=model_note,
         patch_blocked=patch_blocked,
         env_unknown=sorted(unknown - set(eff_env)),
-        env_from=_env_from_sources(c),
+        env_from=_env_from(c, info.context.config_maps)[1],  # the sources not known here
         **_view_fields(view),
     )
 
@@ -1772,17 +1798,6 @@ def _served_names(flags: list[str]) -> list[str]:
                 break
             out.append(nxt)
     return [v for v in out if v][:8]
-
-
-def _env_from_sources(container: dict[str, Any]) -> list[str]:
-    out = []
-    for ef in _list(container.get("envFrom")):
-        ef = _dict(ef)
-        for key in ("configMapRef", "secretRef"):
-            ref = _dict(ef.get(key))
-            if ref:
-                out.append(f"{key} {ref.get('name', '?')}")
-    return out
 
 
 def _script_files_loader(
