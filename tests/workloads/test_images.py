@@ -38,6 +38,16 @@ def test_entrypoint_table(image, entry):
     assert images.entrypoint_for(image) == entry
 
 
+def test_a_vendor_row_of_a_shared_repository_holds_only_its_tags():
+    """intel/redhat-ai-services holds many images: only llm-on-openshift's Gaudi build
+    (llm-on-openshift llm-servers/vllm/hpu/Containerfile) is known to run vLLM's server."""
+    api = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    assert images.entrypoint_for("intel/redhat-ai-services:llm-on-openshift_ubi9.4_1.20.0") == api
+    assert images.image_device("docker.io/intel/redhat-ai-services:llm-on-openshift_x") == "other"
+    assert images.entrypoint_for("intel/redhat-ai-services:some-other-image") is None
+    assert images.entrypoint_for("intel/redhat-ai-services") is None
+
+
 @pytest.mark.parametrize("image,cpu", [
     ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.2", True),
     ("vllm/vllm-openai-cpu:v0.12.0", True), ("my/vllm-cpu:1", True), ("x/y:v0.11.0-cpu", True),

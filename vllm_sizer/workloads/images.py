@@ -53,6 +53,8 @@ class VendorImage:
     entrypoint: tuple[str, ...] | None
     device: str | None
     source: str
+    # a repository that holds unrelated images: only tags that start with this are the row's
+    tag_prefix: str | None = None
 
 
 _API = ("python3", "-m", "vllm.entrypoints.openai.api_server")
@@ -117,6 +119,16 @@ VENDOR_IMAGES: tuple[VendorImage, ...] = (
         _API,
         "other",
         "HabanaAI/vllm-fork@5c207d16f5ae7f73f7eff64facc61620bcaf5cdb:Dockerfile.hpu",
+    ),
+    VendorImage(
+        "intel/redhat-ai-services",
+        _API,
+        "other",
+        "rh-aiservices-bu/llm-on-openshift@2b63898660f1ac651003e73a8ffe2a06b3d611f7:"
+        "llm-servers/vllm/hpu/Containerfile (ENTRYPOINT python3 -m "
+        "vllm.entrypoints.openai.api_server; HabanaAI/vllm-fork for Gaudi; its README.md "
+        "publishes it as intel/redhat-ai-services:llm-on-openshift_ubi9.4_1.20.0)",
+        tag_prefix="llm-on-openshift_",
     ),
     VendorImage(
         "rocm/vllm",
@@ -207,8 +219,11 @@ def vendor_image(image: str | None) -> VendorImage | None:
     if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
         parts = parts[1:]  # registry host
     path = "/".join(parts)
+    tag = (split_image(image)[1] or "").lower()
     best = None
     for row in VENDOR_IMAGES:
+        if row.tag_prefix is not None and not tag.startswith(row.tag_prefix.lower()):
+            continue
         if (path == row.repo or path.endswith("/" + row.repo)) and (
             best is None or len(row.repo) > len(best.repo)
         ):
