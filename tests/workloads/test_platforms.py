@@ -60,7 +60,7 @@ def _ray_app(env_vars: dict, worker_limits: dict, import_path: str = "serve_tpu:
     CPU-only first worker group and the engine's group second."""
     serve = yaml.safe_dump({"applications": [{"name": "llm", "import_path": import_path,
                                               "runtime_env": {"env_vars": env_vars}}]})
-    group = lambda name, limits: {"groupName": name, "template": {"spec": {"containers": [  # noqa: E731
+    group = lambda name, limits: {"groupName": name, "template": {"spec": {"containers": [
         {"name": name, "image": "${SERVE_IMAGE}", "resources": {"limits": limits}}]}}}
     return {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "r"},
             "spec": {"serveConfigV2": serve, "rayClusterConfig": {
@@ -94,6 +94,115 @@ def test_rayservice_app_whose_code_picks_the_model_is_found_not_guessed():
     assert any("picks the model" in d.message for d in w.diagnostics)
     r = review_object(obj, policy=enforce())
     assert r.patch == [] and r.verdict != "deny"
+
+
+SERVE_APP = """
+import os
+from ray import serve
+from vllm.engine.arg_utils import AsyncEngineArgs
+
+@serve.deployment
+class VLLMDeployment:
+    def __init__(self, model, tensor_parallel_size, max_model_len=4096, dtype="auto"):
+        args = AsyncEngineArgs(model=model, tensor_parallel_size=tensor_parallel_size,
+                               max_model_len=max_model_len, dtype="bfloat16", device="cuda",
+                               enforce_eager=os.environ.get("EAGER", "0") == "1")
+
+deployment = VLLMDeployment.bind(
+    model=os.environ.get('MODEL_ID', 'Qwen/Qwen3-8B'),
+    tensor_parallel_size=int(os.environ.get('TENSOR_PARALLEL_SIZE', '1')),
+)
+"""
+
+
+def _mounting(obj: dict, cm: str) -> dict:
+    for group in obj["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        group["template"]["spec"]["volumes"] = [{"name": "app", "configMap": {"name": cm}}]
+    return obj
+
+
+def test_rayservice_app_code_in_a_mounted_config_map_is_read_not_its_variable_names():
+    """ai-on-eks ships vllm_serve.py in a ConfigMap: the engine is what its AsyncEngineArgs(...)
+    says (dtype bfloat16, the bind keywords, defaults); a variable the code never reads
+    (MAX_NUM_BATCHED_TOKENS) is no engine setting."""
+    from vllm_sizer.workloads import ReadContext
+
+    obj = _mounting(_ray_app({"MODEL_ID": "Qwen/Qwen3-4B", "TENSOR_PARALLEL_SIZE": "2",
+                              "MAX_NUM_BATCHED_TOKENS": "16384", "EAGER": "1"},
+                             {"nvidia.com/gpu": "2"}, "vllm_serve:deployment"), "app-code")
+    ctx = ReadContext(config_maps={"app-code": {"vllm_serve.py": SERVE_APP}})
+    (w,) = read_workloads(obj, ctx)
+    assert w.model == "Qwen/Qwen3-4B" and w.settings.tensor_parallel_size == 2
+    assert w.settings.dtype == "bfloat16" and w.settings.max_model_len == 4096
+    assert w.settings.enforce_eager is True
+    assert w.settings.max_num_batched_tokens != 16384
+    assert any("vllm_serve.py" in d.message for d in w.diagnostics)
+
+
+RAY_JOB = """
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: batch}
+spec:
+  entrypoint: python /scripts/run.py
+  runtimeEnvYAML: |
+    env_vars:
+      MODEL_SOURCE: "Qwen/Qwen3-8B"
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: ray-head, image: rayproject/ray-llm:2.56.0}]
+          volumes: [{name: s, configMap: {name: job-script}}]
+    workerGroupSpecs:
+    - groupName: gpu
+      template:
+        spec:
+          containers:
+          - name: ray-worker
+            image: rayproject/ray-llm:2.56.0
+            resources: {limits: {nvidia.com/gpu: "1", memory: 54Gi}}
+"""
+JOB_SCRIPT = """
+import os
+from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+MODEL = os.environ["MODEL_SOURCE"]
+config = vLLMEngineProcessorConfig(model_source=MODEL, engine_kwargs=dict(
+    max_model_len=8192, gpu_memory_utilization=0.92, enable_chunked_prefill=True), concurrency=1)
+"""
+
+
+def test_rayjob_script_builds_a_vllm_engine_on_the_gpu_workers():
+    """data-on-eks's batch job: ray.data.llm's vLLMEngineProcessorConfig in the entrypoint's
+    script (a ConfigMap in the file) runs vLLM on the GPU worker group; reported only."""
+    from vllm_sizer.workloads import ReadContext
+
+    obj = yaml.safe_load(RAY_JOB)
+    ctx = ReadContext(config_maps={"job-script": {"run.py": JOB_SCRIPT}})
+    (w,) = read_workloads(obj, ctx)
+    assert (w.kind, w.container) == ("RayJob", "ray-worker") and w.device == "cuda"
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 8192
+    assert w.settings.gpu_memory_utilization == 0.92 and w.settings.enable_chunked_prefill
+    assert w.limit_bytes == 54 * 2**30 and w.patchable is False
+    assert read_workloads(obj) == []  # the script not visible: nothing is guessed
+    assert review_object(obj, ctx, enforce()).patch == []
+
+
+def test_python_app_reader_evaluates_only_what_it_can_know():
+    from vllm_sizer.workloads import pyapp
+
+    src = ("import os\nfrom vllm import LLM\nN = int(os.getenv('TP', '2'))\n"
+           "llm = LLM(os.environ['M'], tensor_parallel_size=N, max_model_len=compute(),"
+           " **dict(dtype='half'))\n")
+    (e,) = pyapp.read_engines(src, {"M": "Qwen/Qwen3-0.6B"})
+    assert e.model == "Qwen/Qwen3-0.6B" and e.kwargs == {"tensor_parallel_size": 2, "dtype": "half"}
+    assert e.unknown == ["max_model_len"]
+    (e,) = pyapp.read_engines(src, {})
+    assert e.model is None and "model" in e.unknown
+    assert pyapp.read_engines("def (:", {}) == [] and pyapp.read_engines("x" * 10**6, {}) == []
+    deep = "a0 = 1\n" + "".join(f"a{i} = a{i - 1}\n" for i in range(1, 200))
+    (e,) = pyapp.read_engines(deep + "LLM('m', max_num_seqs=a199)\n", {})
+    assert e.unknown == ["max_num_seqs"]  # bounded: a long chain of names is not followed
 
 
 # ---- production-stack VLLMRuntime ------------------------------------------------------------

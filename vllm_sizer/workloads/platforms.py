@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import pyapp
 from .device import OTHER_ACCELERATORS
 from .expand import pointer
 from .limits import load_yaml
@@ -540,7 +541,51 @@ def _ray_cluster_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, .
     spec = _dict(obj.get("spec"))
     if obj.get("kind") == "RayService":
         return _dict(spec.get("rayClusterConfig")), ("spec", "rayClusterConfig")
+    if obj.get("kind") == "RayJob":
+        return _dict(spec.get("rayClusterSpec")), ("spec", "rayClusterSpec")
     return spec, ("spec",)
+
+
+def _ray_app_files(
+    cluster: dict[str, Any], config_maps: dict[str, dict[str, str]]
+) -> dict[str, str]:
+    """File name → text of every ConfigMap file the Ray pods mount (an app's module, a job's
+    script), by the name it has in the pod (items' paths)."""
+    files: dict[str, str] = {}
+    groups = [_dict(cluster.get("headGroupSpec"))] + [
+        _dict(g) for g in _list(cluster.get("workerGroupSpecs"))
+    ]
+    for group in groups:
+        pod = _dict(_dict(group.get("template")).get("spec"))
+        for vol in _list(pod.get("volumes")):
+            cm = _dict(_dict(vol).get("configMap"))
+            data = config_maps.get(str(cm.get("name") or ""))
+            if not data:
+                continue
+            items = [_dict(i) for i in _list(cm.get("items"))]
+            pairs = [(str(i.get("key")), str(i.get("path") or "")) for i in items] or [
+                (k, k) for k in data
+            ]
+            for key, path in pairs:
+                if isinstance(data.get(key), str):
+                    files.setdefault(path.rsplit("/", 1)[-1], data[key])
+    return files
+
+
+def _py_engines(
+    source: str, env: dict[str, str], where: str
+) -> list[tuple[str, str | None, list[str], str]]:
+    """(engine name, model, vLLM flags, how) of the engines a Python app builds (pyapp)."""
+    out: list[tuple[str, str | None, list[str], str]] = []
+    for k, engine in enumerate(pyapp.read_engines(source, env)):
+        how = f"{engine.call}(...) in {where}, read from its code"
+        if engine.unknown:
+            how += " (computed from what the manifest does not show, so vLLM's default is "
+            how += "assumed: " + ", ".join(engine.unknown[:5]) + ")"
+        # `device` is a keyword of old EngineArgs, not a flag to read: the pod says the device
+        kwargs = {key: v for key, v in engine.kwargs.items() if key != "device"}
+        out.append((str(k), engine.model, _kwargs_flags(kwargs), how))
+    return out
 
 
 def _gpu_group(
@@ -621,10 +666,11 @@ def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
 
 
 def _serve_engines(
-    app: dict[str, Any], worker_image: str
+    app: dict[str, Any], worker_image: str, files: dict[str, str] | None = None
 ) -> list[tuple[str, str | None, list[str], str]]:
     """(engine name, model, vLLM flags, how they were read) for each vLLM engine an
-    application starts."""
+    application starts: ray.serve.llm's llm_configs, else the app's module when a ConfigMap the
+    Ray pods mount holds it, else its runtime_env variables read by name."""
     out: list[tuple[str, str | None, list[str], str]] = []
     for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
         llm = _dict(llm)
@@ -646,6 +692,14 @@ def _serve_engines(
     if out or str(app.get("import_path") or "").startswith("ray.serve.llm"):
         return out
     env_vars = _dict(_dict(app.get("runtime_env")).get("env_vars"))
+    module = str(app.get("import_path") or "").split(":", 1)[0].rsplit(".", 1)[-1]
+    source = (files or {}).get(module + ".py") if module else None
+    if source is not None:
+        env = {str(k): str(v) for k, v in env_vars.items() if isinstance(v, (str, int, float))}
+        engines = _py_engines(source, env, f"{module}.py (a ConfigMap the Ray pods mount)")
+        if engines:
+            name = str(app.get("name") or "app")
+            return [(name if len(engines) == 1 else f"{name}/{e[0]}", *e[1:]) for e in engines]
     if not _is_vllm_app(app, worker_image):
         return []
     model: str | None = None
@@ -668,7 +722,9 @@ def _serve_engines(
     return [(str(app.get("name") or "app"), model, flags, how)]
 
 
-def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
+def read_ray_serve_llm(
+    obj: dict[str, Any], config_maps: dict[str, dict[str, str]] | None = None
+) -> list[ContainerView]:
     """The vLLM engines a RayService's serveConfigV2 starts (Ray Serve LLM's llm_configs, or a
     custom vLLM app configured by env_vars), each on the worker group that holds the GPUs.
     Reported, never patched: the engine shares its pod with Ray."""
@@ -698,13 +754,52 @@ def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
         ]
     cluster, base = _ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
-    c, ptr, pod = target if target else ({}, "", {})
-    worker = str(c.get("name") or "")
+    c = target[0] if target else {}
+    files = _ray_app_files(cluster, config_maps or {})
     engines = [
         engine
         for app in _list(_dict(config).get("applications"))
-        for engine in _serve_engines(_dict(app), str(c.get("image") or ""))
+        for engine in _serve_engines(_dict(app), str(c.get("image") or ""), files)
     ]
+    return _ray_engine_views(obj, engines, "Ray Serve")
+
+
+def read_ray_job(
+    obj: dict[str, Any], config_maps: dict[str, dict[str, str]] | None = None
+) -> list[ContainerView]:
+    """The vLLM engines a RayJob's entrypoint script builds (ray.data.llm's
+    vLLMEngineProcessorConfig, vLLM's LLM, ...), when a ConfigMap the Ray pods mount holds the
+    script: on the worker group with the accelerators, reported, never patched."""
+    spec = _dict(obj.get("spec"))
+    entry = spec.get("entrypoint")
+    if not isinstance(entry, str):
+        return []
+    scripts = [w.rsplit("/", 1)[-1] for w in entry.split() if w.endswith(".py")]
+    cluster, _ = _ray_cluster_spec(obj)
+    files = _ray_app_files(cluster, config_maps or {})
+    source = next((files[s] for s in scripts if s in files), None)
+    if source is None:
+        return []
+    env: dict[str, str] = {}
+    raw = spec.get("runtimeEnvYAML")
+    if isinstance(raw, str):
+        try:
+            runtime_env = _dict(load_yaml(raw))  # bounded (limits.py)
+        except Exception:  # noqa: BLE001 - yaml raises many types; then no variables known
+            runtime_env = {}
+        env_vars = _dict(runtime_env.get("env_vars"))
+        env = {str(k): str(v) for k, v in env_vars.items() if isinstance(v, (str, int, float))}
+    engines = _py_engines(source, env, f"the job's entrypoint ({entry[:80]})")
+    return _ray_engine_views(obj, engines, "The RayJob")
+
+
+def _ray_engine_views(
+    obj: dict[str, Any], engines: list[tuple[str, str | None, list[str], str]], who: str
+) -> list[ContainerView]:
+    cluster, base = _ray_cluster_spec(obj)
+    target = _gpu_group(cluster, base)
+    c, ptr, pod = target if target else ({}, "", {})
+    worker = str(c.get("name") or "")
     views: list[ContainerView] = []
     for name, model, flags, how in engines:
         view_name = worker if worker and len(engines) == 1 else f"{worker or 'ray'}/{name}"
@@ -733,7 +828,7 @@ def read_ray_serve_llm(obj: dict[str, Any]) -> list[ContainerView]:
         notes: list[tuple[Severity, str]] = [
             (
                 "warning",
-                "Ray Serve runs this vLLM engine inside a Ray worker "
+                f"{who} runs this vLLM engine inside a Ray worker "
                 f"({worker or 'no worker group found'}): the estimate is the engine's "
                 "alone; the raylet and the Ray object store (30% of the pod's memory by "
                 "default) come on top, so vllm-sizer does not change the worker's limit",

@@ -409,12 +409,15 @@ def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
             return []  # a built-in kind with no pod template (core, apps, batch, policy, ...)
         # a custom resource with no table: read by structure, report only (the webhook is not
         # registered for it; its pods are sized when they are created)
-        return platforms.structural_views(
+        found = platforms.structural_views(
             obj,
             patchable=False,
             note=f"{kind} is read by structure (pod templates found in the object); vllm-sizer "
             "does not change it: its pods are sized at creation by the pod-level webhook",
         )
+        if kind == "RayJob" and kinds.group_of(api) == "ray.io":
+            found += platforms.read_ray_job(obj, ctx.config_maps)
+        return found
     group = spec_entry.group
     if not spec_entry.served:
         if kind == "Model":
@@ -468,7 +471,7 @@ def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
         return platforms.read_vllm_runtime(obj)
     views = platforms.structural_views(obj, patchable=True)
     if kind == "RayService":
-        views += platforms.read_ray_serve_llm(obj)
+        views += platforms.read_ray_serve_llm(obj, ctx.config_maps)
     return views
 
 
