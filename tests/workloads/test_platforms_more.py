@@ -117,3 +117,18 @@ def test_the_grpc_server_module_takes_vllm_engine_flags():
 def test_routers_mocks_and_simulators_are_never_assumed_to_be_engines():
     for image in ("acme/vllm-router:1", "aibrix/vllm-mock:nightly", "acme/vllm-sim:0.1"):
         assert read_workloads(_args_only(image, ["--model", "Qwen/Qwen3-8B", "--port", "8000"])) == []
+
+
+def test_a_model_path_in_a_hub_cache_directory_is_the_repository_it_holds():
+    """Dynamo's llama-3-70b recipe: --model $MODEL_PATH, a snapshot directory of the HF cache:
+    the model is the repository (said), as for a path an init container downloads into."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{
+        "name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+        "command": ["vllm", "serve", "/opt/models/hub/models--RedHatAI--Llama-3.3-70B-Instruct-"
+                    "FP8-dynamic/snapshots/ddb4128556dfcff99e0c41aee159ea6c3e655dcd"]}]}}
+    (w,) = read_workloads(pod)
+    assert w.model == "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic"
+    assert any("Hugging Face cache directory" in d.message for d in w.diagnostics)
+    pod["spec"]["containers"][0]["command"][2] = "/models/Qwen3-8B"
+    (w,) = read_workloads(pod)
+    assert w.model == "/models/Qwen3-8B"

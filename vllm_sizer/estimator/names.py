@@ -448,9 +448,17 @@ def _hub_cache_id(parts: list[str]) -> str | None:
     return None
 
 
+def hub_cache_id(path: str) -> str | None:
+    """org/name when a model path is (inside) a Hugging Face cache directory
+    models--ORG--NAME, else None."""
+    if not isinstance(path, str) or len(path) > 1000:
+        return None
+    return _hub_cache_id([p for p in path.split("/") if p])
+
+
 def _contains(hay: tuple[str, ...], needle: tuple[str, ...]) -> bool:
     n = len(needle)
     return n < len(hay) and any(hay[i : i + n] == needle for i in range(len(hay) - n + 1))
 
 
-__all__ = ["LINEAGE", "ModelResolution", "resolve_model"]
+__all__ = ["LINEAGE", "ModelResolution", "hub_cache_id", "resolve_model"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..estimator import catalog
-from ..estimator.names import resolve_model
+from ..estimator.names import hub_cache_id, resolve_model
 from ..estimator.versions import VllmVersion
 from . import images, kinds, limits, platforms, vllm_flags
 from .api_names import (
@@ -1538,6 +1538,15 @@ def _read_invocation(
                 )
             )
             model = downloaded[0]
+        elif (cached := hub_cache_id(model)) is not None:
+            diags.append(
+                Diagnostic(
+                    "info",
+                    f"model path {model} read as {cached}: a Hugging Face cache directory "
+                    "(models--ORG--NAME) holds that repository",
+                )
+            )
+            model = cached
     lookup_keys.append(model)
     parsed.model = model
 
