@@ -205,6 +205,42 @@ def test_python_app_reader_evaluates_only_what_it_can_know():
     assert e.unknown == ["max_num_seqs"]  # bounded: a long chain of names is not followed
 
 
+def test_rayservice_published_app_outside_the_manifest_is_read_from_the_table():
+    """A published app the RayService fetches (working_dir archive) or whose image carries it:
+    its fixed engine arguments (serve_tpu.py's enforce_eager=True; ai-on-eks's vllm_serve.py
+    dtype auto, no chunked prefill, eager) and its env defaults come from data/ray_apps.json."""
+    import re
+
+    from vllm_sizer.workloads import platforms
+
+    obj = _ray_app({"MODEL_ID": "google/gemma-7b-it", "TPU_CHIPS": "8", "MAX_MODEL_LEN": ""},
+                   {"google.com/tpu": "8"}, "ai-ml.gke-ray.rayserve.llm.tpu.serve_tpu:model")
+    app = yaml.safe_load(obj["spec"]["serveConfigV2"])
+    app["applications"][0]["runtime_env"]["working_dir"] = (
+        "https://github.com/GoogleCloudPlatform/kubernetes-engine-samples/archive/main.zip")
+    obj["spec"]["serveConfigV2"] = yaml.safe_dump(app)
+    (w,) = read_workloads(obj)
+    assert w.model == "google/gemma-7b-it" and w.settings.tensor_parallel_size == 8
+    assert w.settings.enforce_eager is True and w.settings.max_model_len is None
+    assert any("published app" in d.message for d in w.diagnostics)
+
+    obj = _ray_app({"MODEL_ID": "mistralai/Mistral-7B-Instruct-v0.2", "MAX_MODEL_LEN": "8192"},
+                   {"nvidia.com/gpu": "1"}, "vllm_serve:deployment")
+    for g in obj["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        g["template"]["spec"]["containers"][0]["image"] = (
+            "public.ecr.aws/data-on-eks/ray2.24.0-py310-vllm-gpu:v1")
+    (w,) = read_workloads(obj)
+    assert w.settings.enforce_eager is True and w.settings.enable_chunked_prefill is False
+    assert w.settings.max_model_len == 8192 and w.settings.gpu_memory_utilization == 0.8
+    # another image with the same module name is not that app: read by variable names
+    for g in obj["spec"]["rayClusterConfig"]["workerGroupSpecs"]:
+        g["template"]["spec"]["containers"][0]["image"] = "my/vllm-app:1"
+    (w,) = read_workloads(obj)
+    assert w.settings.enforce_eager is False and w.settings.max_model_len == 8192
+    for row in platforms.RAY_APPS:
+        assert re.search(r"@[0-9a-f]{40}:", row["source"]), row["source"]
+
+
 # ---- production-stack VLLMRuntime ------------------------------------------------------------
 
 def test_vllmruntime_fields_become_the_command_and_memory_is_the_patch_path():

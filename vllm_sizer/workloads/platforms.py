@@ -23,7 +23,11 @@ project's API types or CRD at a commit); the readers below follow those files.
 - `read_ray_serve_llm`: RayService serveConfigV2 applications whose args carry `llm_configs`
   (ray.serve.llm): each config's engine_kwargs are vLLM's engine arguments; the engine runs in
   a Ray worker next to the raylet and the object store, so the estimate is reported, never
-  written.
+  written. A custom app is read from its code when a ConfigMap the Ray pods mount holds it
+  (pyapp.py, never run), else from data/ray_apps.json for published apps fetched by
+  working_dir or baked into the image, else from its runtime_env variables by name.
+- `read_ray_job`: a RayJob's entrypoint script in a mounted ConfigMap (ray.data.llm's
+  vLLMEngineProcessorConfig, vLLM's LLM): its engines on the accelerator worker group.
 - `read_kaito_workspace`: a preset is built and sized by KAITO itself (the vLLM runtime unless
   the kaito.sh/runtime annotation says transformers); inference.template is read by structure.
 """
@@ -650,6 +654,48 @@ RAY_APP_ENV_FLAGS = {
 }
 
 
+# Published apps whose code the RayService does not carry (a working_dir archive, the image):
+# what they build the engine from, with the source of each row (data/ray_apps.json)
+RAY_APPS: list[dict[str, Any]] = json.loads(
+    (Path(__file__).parent / "data" / "ray_apps.json").read_text()
+)["apps"]
+
+
+def _published_app(
+    app: dict[str, Any], worker_image: str
+) -> tuple[str, str | None, list[str], str] | None:
+    module = str(app.get("import_path") or "").split(":", 1)[0]
+    runtime_env = _dict(app.get("runtime_env"))
+    working_dir = str(runtime_env.get("working_dir") or "")
+    repo = worker_image.split("@", 1)[0]
+    if repo.rfind(":") > repo.rfind("/"):
+        repo = repo[: repo.rfind(":")]
+    for row in RAY_APPS:
+        if row["module"] != module:
+            continue
+        if ("working_dir" in row and working_dir.startswith(row["working_dir"])) or (
+            "image" in row and (repo == row["image"] or repo.endswith("/" + row["image"]))
+        ):
+            env_vars = _dict(runtime_env.get("env_vars"))
+            model: str | None = None
+            flags: list[str] = []
+            for var, (flag, default) in row["env"].items():
+                value = env_vars.get(var)
+                value = default if value is None or value == "" else str(value)
+                if value is None:
+                    continue
+                if flag == "--model":
+                    model = value
+                else:
+                    flags += [flag, value]
+            how = (
+                f"the published app {module} ({row['source']}): the runtime_env variables it "
+                "reads and its code's own values"
+            )
+            return str(app.get("name") or "app"), model, flags + list(row["fixed"]), how
+    return None
+
+
 def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
     """A Ray Serve application that runs vLLM: ray.serve.llm, or an app whose import path,
     deployments, pip requirements, worker image or runtime_env variables (VLLM_XLA_CACHE_PATH:
@@ -700,6 +746,9 @@ def _serve_engines(
         if engines:
             name = str(app.get("name") or "app")
             return [(name if len(engines) == 1 else f"{name}/{e[0]}", *e[1:]) for e in engines]
+    published = _published_app(app, worker_image)
+    if published is not None:
+        return [published]
     if not _is_vllm_app(app, worker_image):
         return []
     model: str | None = None
