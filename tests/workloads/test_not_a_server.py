@@ -326,3 +326,14 @@ def test_a_chart_render_configmap_without_namespace_is_the_default_namespaces():
     # another namespace never sees it
     (w,) = read_workloads(obj, ClusterContext.from_objects([cm]).read_context("team"))
     assert w.settings is None
+
+
+def test_a_placeholder_or_unset_variable_model_is_said_to_be_filled_in():
+    """`<your-model-path>` or an envsubst `$MODEL_ID` left in a tutorial is no model name to
+    look up: the cannot-size message says to fill it in, not to supply its config.json."""
+    for model in ("<your-model-path>", "$MODEL_ID", "s3://${BUCKET}/m"):
+        (w,) = read_workloads(pod(["vllm", "serve", model]))
+        (msg,) = [d.message for d in w.diagnostics if "cannot size" in d.message]
+        assert "placeholder or a variable" in msg and "to fill in" in msg
+    (w,) = read_workloads(pod(["vllm", "serve", "acme/unknown-model-7b"]))
+    assert not any("placeholder" in d.message for d in w.diagnostics)

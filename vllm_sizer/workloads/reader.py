@@ -1925,6 +1925,12 @@ def _how_to_supply(model: str, info: _ObjectInfo) -> str:
     annotation = (
         f"set the {ANNOTATION_MODEL_CONFIG} annotation on {where} to the model's config.json"
     )
+    if _PLACEHOLDER.search(model) or re.search(r"\$\{?[A-Za-z_]", model):
+        return (
+            f"{model!r} is a placeholder or a variable the manifest leaves for you to fill in "
+            "(a tutorial's template): put the model there, or "
+            f"{annotation}"
+        )
     if model.startswith(("/", ".")) or (
         "://" in model and not model.lower().startswith(("hf://", "huggingface://"))
     ):
