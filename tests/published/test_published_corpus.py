@@ -34,28 +34,8 @@ FLOORS = {"found": 0.978, "read_right": 0.962, "sized": 0.894}
 XFAIL_SERVERS: dict[str, str] = {
     'ai-on-eks/lws-llama3-405b-trn1.yaml::LeaderWorkerSet/llama3-405b-lws/vllm-leader':
         "args only, and the image's ENTRYPOINT is not known: not found (LeaderWorkerSet llama3-405b-lws container vllm-leader)",
-    'ai-on-eks/rayservice-vllm-deepseek.yaml::RayService/vllm/ray-worker':
-        "misread: dtype 'auto', want 'bfloat16'",
-    'llm-on-openshift/vllm-hpu-deployment.yaml::Deployment/vllm/server':
-        "args only, and the image's ENTRYPOINT is not known: not found (Deployment vllm container server)",
-    'aibrix/disaggregation-neuron-pool.yaml::StormService/neuron-pd-pool/vllm@/spec/template/spec/roles/0/template/spec/containers/0':
-        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
-    'aibrix/disaggregation-neuron-pool.yaml::StormService/neuron-pd-pool/vllm@/spec/template/spec/roles/1/template/spec/containers/0':
-        "flag not read (unique prefix, alias or spelling): kv_connector None, want 'NixlConnector'",
     'gke-samples/rayservice-qwen3-tpu-v6e.yaml::RayService/qwen3-serve/ray-worker':
-        'platform kind RayService not read: not found (RayService qwen3-serve container ray-worker)',
-    'ai-on-eks/rayservice-vllm-gpu.yaml::RayService/vllm/ray-worker':
-        'flag not read (unique prefix, alias or spelling); misread: enable_chunked_prefill None, want False; enforce_eager False, want True',
-    'gke-samples/rayservice-gemma-4-31b-tpu-v6e-multihost.yaml::RayService/vllm-tpu-multihost/ray-worker':
-        'platform kind RayService not read: not found (RayService vllm-tpu-multihost container ray-worker)',
-    'data-on-eks/rayjob-batch-native-vllm.yaml::RayJob/ticket-batch-native/ray-worker':
-        "args only, and the image's ENTRYPOINT is not known: not found (RayJob ticket-batch-native container ray-worker)",
-    'dynamo/recipe-llama-3-70b-agg.yaml::DynamoGraphDeployment/llama3-70b-agg/VllmPrefillWorker':
-        "model by local path: the id is in an init container's download: model '/opt/models/hub/models--RedHatAI--Llama-3.3-70B-Instruct-FP8-dynamic/snapshots/ddb4128...",
-    'gke-samples/rayservice-tpu-v6e-singlehost.yaml::RayService/vllm-tpu/ray-worker':
-        'misread: tensor_parallel_size 1, want 8; enforce_eager False, want True',
-    'kuberay/rayservice-vllm-tpu-v6e-singlehost.yaml::RayService/vllm-tpu/ray-worker':
-        'misread: tensor_parallel_size 1, want 8; enforce_eager False, want True',
+        'flag not read (unique prefix, alias or spelling): max_model_len None, want 8192',
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one

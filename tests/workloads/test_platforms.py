@@ -237,6 +237,12 @@ def test_rayservice_published_app_outside_the_manifest_is_read_from_the_table():
         g["template"]["spec"]["containers"][0]["image"] = "my/vllm-app:1"
     (w,) = read_workloads(obj)
     assert w.settings.enforce_eager is False and w.settings.max_model_len == 8192
+    # GKE's qwen3 tutorial creates the ConfigMap from serve_qwen3_tpu.py (not in the file)
+    obj = _mounting(_ray_app({"MODEL_ID": "Qwen/Qwen3-4B-Instruct-2507", "VLLM_XLA_CACHE_PATH": "/t"},
+                             {"google.com/tpu": "8"}, "serve_qwen3_tpu:deployment"),
+                    "qwen3-serve-code")
+    (w,) = read_workloads(obj)
+    assert w.settings.max_model_len == 8192 and w.settings.tensor_parallel_size == 8
     for row in platforms.RAY_APPS:
         assert re.search(r"@[0-9a-f]{40}:", row["source"]), row["source"]
 

@@ -576,6 +576,18 @@ def _ray_app_files(
     return files
 
 
+def _ray_config_map_names(cluster: dict[str, Any]) -> set[str]:
+    groups = [_dict(cluster.get("headGroupSpec"))] + [
+        _dict(g) for g in _list(cluster.get("workerGroupSpecs"))
+    ]
+    return {
+        str(_dict(_dict(vol).get("configMap")).get("name"))
+        for g in groups
+        for vol in _list(_dict(_dict(g.get("template")).get("spec")).get("volumes"))
+        if _dict(_dict(vol).get("configMap")).get("name")
+    }
+
+
 def _py_engines(
     source: str, env: dict[str, str], where: str
 ) -> list[tuple[str, str | None, list[str], str]]:
@@ -662,8 +674,10 @@ RAY_APPS: list[dict[str, Any]] = json.loads(
 
 
 def _published_app(
-    app: dict[str, Any], worker_image: str
+    app: dict[str, Any], worker_image: str, mounted: set[str] | None = None
 ) -> tuple[str, str | None, list[str], str] | None:
+    """The RAY_APPS row of an app: its module fetched from a working_dir archive, in the
+    worker's image, or in a ConfigMap the Ray pods mount (`mounted`) that the file lacks."""
     module = str(app.get("import_path") or "").split(":", 1)[0]
     runtime_env = _dict(app.get("runtime_env"))
     working_dir = str(runtime_env.get("working_dir") or "")
@@ -673,8 +687,10 @@ def _published_app(
     for row in RAY_APPS:
         if row["module"] != module:
             continue
-        if ("working_dir" in row and working_dir.startswith(row["working_dir"])) or (
-            "image" in row and (repo == row["image"] or repo.endswith("/" + row["image"]))
+        if (
+            ("working_dir" in row and working_dir.startswith(row["working_dir"]))
+            or ("image" in row and (repo == row["image"] or repo.endswith("/" + row["image"])))
+            or ("config_map" in row and row["config_map"] in (mounted or set()))
         ):
             env_vars = _dict(runtime_env.get("env_vars"))
             model: str | None = None
@@ -712,7 +728,10 @@ def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
 
 
 def _serve_engines(
-    app: dict[str, Any], worker_image: str, files: dict[str, str] | None = None
+    app: dict[str, Any],
+    worker_image: str,
+    files: dict[str, str] | None = None,
+    mounted: set[str] | None = None,
 ) -> list[tuple[str, str | None, list[str], str]]:
     """(engine name, model, vLLM flags, how they were read) for each vLLM engine an
     application starts: ray.serve.llm's llm_configs, else the app's module when a ConfigMap the
@@ -746,7 +765,7 @@ def _serve_engines(
         if engines:
             name = str(app.get("name") or "app")
             return [(name if len(engines) == 1 else f"{name}/{e[0]}", *e[1:]) for e in engines]
-    published = _published_app(app, worker_image)
+    published = _published_app(app, worker_image, mounted)
     if published is not None:
         return [published]
     if not _is_vllm_app(app, worker_image):
@@ -805,10 +824,11 @@ def read_ray_serve_llm(
     target = _gpu_group(cluster, base)
     c = target[0] if target else {}
     files = _ray_app_files(cluster, config_maps or {})
+    mounted = _ray_config_map_names(cluster)
     engines = [
         engine
         for app in _list(_dict(config).get("applications"))
-        for engine in _serve_engines(_dict(app), str(c.get("image") or ""), files)
+        for engine in _serve_engines(_dict(app), str(c.get("image") or ""), files, mounted)
     ]
     return _ray_engine_views(obj, engines, "Ray Serve")
 
