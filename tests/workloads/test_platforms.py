@@ -200,6 +200,11 @@ def test_python_app_reader_evaluates_only_what_it_can_know():
     (e,) = pyapp.read_engines(src, {})
     assert e.model is None and "model" in e.unknown
     assert pyapp.read_engines("def (:", {}) == [] and pyapp.read_engines("x" * 10**6, {}) == []
+    (e,) = pyapp.read_engines("LLM('m', a=dict(c=f()), b={'x': [g()]}, c=b'raw', d=[1, 2])", {})
+    assert e.kwargs == {"d": [1, 2]} and e.unknown == ["a", "b", "c"]  # never half a value
+    fan = "".join(f"a{i} = [a{i + 1}, a{i + 1}, a{i + 1}, a{i + 1}]\n" for i in range(30))
+    (e,) = pyapp.read_engines(fan + "a30 = 1\nLLM('m', hf_overrides=a0)\n", {})
+    assert e.unknown == ["hf_overrides"]  # 4**30 evaluations are not attempted
     deep = "a0 = 1\n" + "".join(f"a{i} = a{i - 1}\n" for i in range(1, 200))
     (e,) = pyapp.read_engines(deep + "LLM('m', max_num_seqs=a199)\n", {})
     assert e.unknown == ["max_num_seqs"]  # bounded: a long chain of names is not followed

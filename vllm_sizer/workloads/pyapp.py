@@ -18,6 +18,7 @@ from typing import Any
 
 MAX_SOURCE_CHARS = 256 * 1024  # a bigger app is not read
 MAX_DEPTH = 24  # nested evaluations of one value (names that refer to names ...)
+MAX_STEPS = 20_000  # evaluations of one app in all (names fanning out to names ...)
 
 ENGINE_CALLS = frozenset({"AsyncEngineArgs", "EngineArgs", "LLM"})
 CONFIG_CALLS = frozenset({"vLLMEngineProcessorConfig", "LLMConfig"})
@@ -54,6 +55,7 @@ def _name(node: ast.AST) -> str:
 class _App:
     def __init__(self, tree: ast.Module, env: dict[str, str]) -> None:
         self.env = env
+        self.steps = 0
         self.assigns: dict[str, ast.expr] = {}  # every simple `NAME = expr` (the last one wins)
         self.parent: dict[int, ast.AST] = {}
         self.binds: dict[str, list[ast.Call]] = {}  # class → its .bind(...) / .options().bind()
@@ -113,7 +115,8 @@ class _App:
         return UNKNOWN
 
     def eval(self, node: ast.AST | None, depth: int = 0) -> Any:
-        if node is None or depth > MAX_DEPTH:
+        self.steps += 1
+        if node is None or depth > MAX_DEPTH or self.steps > MAX_STEPS:
             return UNKNOWN
         if isinstance(node, ast.Constant):
             return node.value
@@ -198,7 +201,8 @@ class _App:
             except (TypeError, ValueError, OverflowError):
                 return UNKNOWN
         if fname == "dict" and not args:
-            return self._keywords(node, depth)[0]
+            known, unknown = self._keywords(node, depth)
+            return {**known, **{k: UNKNOWN for k in unknown}}
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("lower", "upper", "strip"):
             v = self.eval(node.func.value, depth + 1)
             return getattr(v, node.func.attr)() if isinstance(v, str) else UNKNOWN
@@ -221,6 +225,16 @@ class _App:
                 known[kw.arg] = value
         return known, unknown
 
+    def _split(self, kwargs: dict[str, Any], unknown: list[str]) -> dict[str, Any]:
+        """The keywords whose whole value is known; the others go to `unknown`."""
+        out: dict[str, Any] = {}
+        for k, v in kwargs.items():
+            if _has_unknown(v):
+                unknown.append(k)
+            else:
+                out[k] = v
+        return out
+
     def engines(self, tree: ast.Module) -> list[PyEngine]:
         out: list[PyEngine] = []
         for node in ast.walk(tree):
@@ -228,14 +242,15 @@ class _App:
                 continue
             call = _name(node.func).rsplit(".", 1)[-1]
             if call in ENGINE_CALLS:
+                first = self.eval(node.args[0]) if node.args else None  # the model, first
                 kwargs, unknown = self._keywords(node, 0)
                 if node.args and "model" not in kwargs:
-                    first = self.eval(node.args[0])
                     if first is UNKNOWN:
-                        unknown.append("model")
+                        unknown.insert(0, "model")
                     else:
                         kwargs["model"] = first
                 model = kwargs.pop("model", None)
+                kwargs = self._split(kwargs, unknown)
                 out.append(
                     PyEngine(call, model if isinstance(model, str) else None, kwargs, unknown)
                 )
@@ -246,18 +261,23 @@ class _App:
                 model = fields.get("model_source")
                 if model is None and isinstance(loading, dict):
                     model = loading.get("model_source") or loading.get("model_id")
-                kwargs = {
-                    k: v
-                    for k, v in (engine if isinstance(engine, dict) else {}).items()
-                    if v is not UNKNOWN
-                }
                 unknown = [u for u in unknown if u in ("model_source", "engine_kwargs")]
-                if isinstance(engine, dict):
-                    unknown += [k for k, v in engine.items() if v is UNKNOWN]
+                kwargs = self._split(engine if isinstance(engine, dict) else {}, unknown)
                 out.append(
                     PyEngine(call, model if isinstance(model, str) else None, kwargs, unknown)
                 )
         return out
+
+
+def _has_unknown(value: Any, depth: int = 0) -> bool:
+    """Unknown somewhere inside, or not a value a command line can carry (bytes, ...)."""
+    if value is UNKNOWN or depth > MAX_DEPTH:
+        return True
+    if isinstance(value, dict):
+        return any(_has_unknown(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_unknown(v, depth + 1) for v in value)
+    return not (value is None or isinstance(value, (str, int, float, bool)))
 
 
 def read_engines(source: str, env: dict[str, str]) -> list[PyEngine]:
