@@ -17,8 +17,10 @@ duplicates it).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime as dt
+import functools
 import hashlib
 import logging
 import os
@@ -95,6 +97,12 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+@functools.lru_cache(maxsize=1)
+def _reporting_instance() -> str:
+    # read once: gethostname() was 4 ms a call on a loaded 2-core VM, once per Event
+    return os.environ.get("POD_NAME") or socket.gethostname()
+
+
 def event_body(
     obj: dict[str, Any],
     reason: str,
@@ -134,7 +142,7 @@ def event_body(
         "action": action,
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
-        "reportingInstance": instance or os.environ.get("POD_NAME") or socket.gethostname(),
+        "reportingInstance": instance or _reporting_instance(),
         "firstTimestamp": ts,
         "lastTimestamp": ts,
         "count": 1,
@@ -271,6 +279,19 @@ class Sizer:
         # (uid, resourceVersion) handled in this process: Kopf may call the same function for
         # a mixed-in resume and an update in one cycle with the same (stale) body.
         self._seen: dict[str, str] = {}
+        # uid → (resourceVersion, wants): Kopf asks the `when=` filter once per handler and
+        # event (three handlers share one function), and size() asks again; one read each
+        self._wanted: dict[str, tuple[str, bool]] = {}
+        # At most this many objects are reviewed and written at once. At start-up Kopf hands
+        # over every pre-existing object together; without a bound each one held its copy and
+        # its review while it queued for the API (the bound is the API facade's own).
+        self.concurrency = max(1, int(getattr(api, "concurrency", 8) or 8))
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def _slots_for(self, loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore:
+        if self._slots is None or self._slots[0] is not loop:
+            self._slots = (loop, asyncio.Semaphore(self.concurrency))
+        return self._slots[1]
 
     # ---- filters (cheap, used as the Kopf `when=` callback)
     def wants(self, body: Any) -> bool:
@@ -283,7 +304,17 @@ class Sizer:
                 return False
             if controller_owner(obj) is not None:
                 return False
-            return bool(self.read(obj, None))
+            uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+            if uid and rv:
+                known = self._wanted.get(uid)
+                if known is not None and known[0] == rv:
+                    return known[1]
+            wanted = bool(self.read(obj, None))
+            if uid and rv:
+                if len(self._wanted) > SEEN_LIMIT:
+                    self._wanted.clear()
+                self._wanted[uid] = (rv, wanted)
+            return wanted
         except Exception:  # a filter must not raise
             log.exception("vLLM pre-check failed")
             return False
@@ -340,13 +371,20 @@ class Sizer:
                     target[name] = item
 
     async def size(self, body: Any) -> SizeResult:
-        obj = body if isinstance(body, dict) else copy.deepcopy(dict(body))
-        meta = obj.get("metadata") or {}
+        meta = body.get("metadata") or {}
         uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
         if uid and rv and self._seen.get(uid) == rv:
             return SizeResult("unchanged")
-        if not self.wants(obj):
+        if not self.wants(body):
             return SizeResult("skipped")
+        async with self._slots_for(asyncio.get_running_loop()):
+            if uid and rv and self._seen.get(uid) == rv:  # handled while this call waited
+                return SizeResult("unchanged")
+            return await self._size(body, uid, rv)
+
+    async def _size(self, body: Any, uid: str, rv: str) -> SizeResult:
+        obj = body if isinstance(body, dict) else copy.deepcopy(dict(body))
+        meta = obj.get("metadata") or {}
         workloads = self.read(obj, None)
         ctx = await self.context_for(obj, workloads)
         stored = dict(meta.get("annotations") or {})
