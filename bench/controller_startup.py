@@ -48,7 +48,7 @@ META_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,
 def vm_hwm_mib(pid: int) -> float:
     """Peak RSS of a process and its children still alive (kB → MiB)."""
     total = 0
-    for p in [pid] + _children(pid):
+    for p in [pid, *_children(pid)]:
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
@@ -154,7 +154,7 @@ def prepare(k: Cluster, count: int, settle_timeout: float) -> tuple[str, dict]:
             try:
                 k.apps.create_namespaced_deployment(ns, obj, _request_timeout=60)
                 return
-            except Exception:  # noqa: BLE001 - a loaded API server: retry a few times
+            except Exception:  # a loaded API server: retry a few times
                 if attempt == 4:
                     raise
                 time.sleep(1 + attempt)
@@ -213,7 +213,7 @@ def reset(k: Cluster, ns: str, count: int, settle: float = 5) -> float:
                         meta["name"], ns, {"metadata": {"annotations": drop}}, _request_timeout=60
                     )
                     return
-                except Exception:  # noqa: BLE001 - a loaded API server: retry
+                except Exception:  # a loaded API server: retry
                     if attempt == 4:
                         raise
                     time.sleep(1 + attempt)
@@ -308,6 +308,11 @@ def main() -> None:
         help="git revision whose controller runs alternately with "
         "the working tree's, on fresh objects each time",
     )
+    ap.add_argument(
+        "--after",
+        help="git revision to run as the 'after' controller instead of the working tree "
+        "(so the tree can change while a long run goes on)",
+    )
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--settle-timeout", type=float, default=900)
     ap.add_argument(
@@ -321,7 +326,10 @@ def main() -> None:
     variants: list[tuple[str, Path | None]] = []
     if args.baseline:
         variants.append((f"before ({args.baseline})", extract_revision(args.baseline)))
-    variants.append(("after (working tree)" if args.baseline else "working tree", None))
+    if args.after:
+        variants.append((f"after ({args.after})", extract_revision(args.after)))
+    else:
+        variants.append(("after (working tree)" if args.baseline else "working tree", None))
     rows = []
     print(
         "| controller | Deployments | ReplicaSets | pods | created s | settled s | reset s | "
@@ -366,9 +374,12 @@ def main() -> None:
                         flush=True,
                     )
         finally:
-            if not args.keep and not args.namespace:
-                if not delete_namespace(k, ns, args.settle_timeout):
-                    print(f"  namespace {ns} still terminating", flush=True)
+            if (
+                not args.keep
+                and not args.namespace
+                and not delete_namespace(k, ns, args.settle_timeout)
+            ):
+                print(f"  namespace {ns} still terminating", flush=True)
     if args.baseline:
         print()
         for n in args.count:

@@ -164,9 +164,7 @@ class KubeApi:
         loop = asyncio.get_running_loop()
         async with self._slots_for(loop):
             call = functools.partial(self.request_sync, method, path, **kwargs)
-            return await asyncio.wait_for(
-                loop.run_in_executor(self._executor(), call), timeout + 1
-            )
+            return await asyncio.wait_for(loop.run_in_executor(self._executor(), call), timeout + 1)
 
     async def get(self, path: str, **query: Any) -> Any:
         return await self.request("GET", path, query=query or None)
