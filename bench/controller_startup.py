@@ -10,15 +10,16 @@ status) before it starts the controller, so the controller finds a settled clust
 
 Before/after in the same run: `--baseline REV` runs the controller of git revision REV (its
 `vllm_sizer/` extracted with `git archive` into a temporary directory, first on PYTHONPATH, in
-the same venv) alternately with the working tree's on the same N objects; before each run the
-Deployments are reset (every vllm-sizer.io/* and controller.vllm-sizer.io/* annotation
-removed), so each controller finds them as they were created.
+the same venv) alternately with the working tree's (or `--after REV`'s) on the same N
+objects; before each run the Deployments are reset (every vllm-sizer.io/* and
+controller.vllm-sizer.io/* annotation removed), so each controller finds them as they were
+created.
 
 Each Deployment gets its own selector label (`app: vllm-<i>`), so ReplicaSets and pods of
 different Deployments never overlap.
 
 Run: KUBECONFIG=... .venv/bin/python bench/controller_startup.py --count 2000 --repeat 2 \\
-         --baseline 0229a94
+         --baseline main
 Bounded: creation, settling, sizing and deletion each stop at their timeout; the namespace is
 deleted at the end (`--keep` keeps it; `--namespace NAME` reuses a kept one).
 """

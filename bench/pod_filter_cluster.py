@@ -139,19 +139,39 @@ def prerequisites(k: Kube, objs: list[dict], ns: str, made: list) -> None:
         spec = pod_spec(obj)
         sa = spec.get("serviceAccountName") or spec.get("serviceAccount")
         if sa and sa != "default":
-            k.create({"apiVersion": "v1", "kind": "ServiceAccount",
-                      "metadata": {"name": sa, "namespace": ns}})
+            k.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": sa, "namespace": ns},
+                }
+            )
         pc = spec.get("priorityClassName")
         if pc and pc not in ("system-cluster-critical", "system-node-critical"):
-            k.ensure_cluster_scoped("PriorityClass", pc, {
-                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                "metadata": {"name": pc, "labels": {BENCH_LABEL: "true"}}, "value": 0}, made)
+            k.ensure_cluster_scoped(
+                "PriorityClass",
+                pc,
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": pc, "labels": {BENCH_LABEL: "true"}},
+                    "value": 0,
+                },
+                made,
+            )
         rc = spec.get("runtimeClassName")
         if rc:
-            k.ensure_cluster_scoped("RuntimeClass", rc, {
-                "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-                "metadata": {"name": rc, "labels": {BENCH_LABEL: "true"}}, "handler": "runc"},
-                made)
+            k.ensure_cluster_scoped(
+                "RuntimeClass",
+                rc,
+                {
+                    "apiVersion": "node.k8s.io/v1",
+                    "kind": "RuntimeClass",
+                    "metadata": {"name": rc, "labels": {BENCH_LABEL: "true"}},
+                    "handler": "runc",
+                },
+                made,
+            )
 
 
 def pod_reviews(metrics_url: str) -> dict[str, float]:
@@ -167,22 +187,41 @@ def pod_reviews(metrics_url: str) -> dict[str, float]:
 
 def start_webhook(ns: str, port: int, metrics_port: int) -> subprocess.Popen:
     env = dict(os.environ, VLLM_SIZER_MODE="mutate")
-    log = tempfile.NamedTemporaryFile(prefix="vllm-sizer-bench-webhook-", suffix=".log",
-                                      delete=False)
+    fd, log_path = tempfile.mkstemp(prefix="vllm-sizer-bench-webhook-", suffix=".log")
+    log = os.fdopen(fd, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vllm_sizer.cli.main", "run", "--dev", "--role", "webhook",
-         "--namespace", ns, "--webhook-host", "127.0.0.1", "--port", str(port),
-         "--metrics-port", str(metrics_port), "-q"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    proc.log_path = log.name  # type: ignore[attr-defined]
+        [
+            sys.executable,
+            "-m",
+            "vllm_sizer.cli.main",
+            "run",
+            "--dev",
+            "--role",
+            "webhook",
+            "--namespace",
+            ns,
+            "--webhook-host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--metrics-port",
+            str(metrics_port),
+            "-q",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    log.close()  # the child holds its own copy of the descriptor
     url = f"http://127.0.0.1:{metrics_port}/metrics"
     t0 = time.time()
     while time.time() - t0 < 90:
         if proc.poll() is not None:
-            raise RuntimeError(f"webhook exited: {Path(log.name).read_text()[-2000:]}")
+            raise RuntimeError(f"webhook exited: {Path(log_path).read_text()[-2000:]}")
         try:
             pod_reviews(url)
-            if "registered" in Path(log.name).read_text():
+            if "registered" in Path(log_path).read_text():
                 return proc
         except OSError:
             pass
@@ -217,8 +256,9 @@ def pods_by_source(k: Kube, ns: str) -> dict[str, int]:
     return out
 
 
-def scenario(k: Kube, objects: list[tuple[str, dict]], installed_first: bool, timeout: float,
-             made: list) -> dict:
+def scenario(
+    k: Kube, objects: list[tuple[str, dict]], installed_first: bool, timeout: float, made: list
+) -> dict:
     ns = f"vllm-sizer-bench-pods-{uuid.uuid4().hex[:6]}"
     k.core.create_namespace({"metadata": {"name": ns}})
     t0 = time.time()
@@ -232,10 +272,12 @@ def scenario(k: Kube, objects: list[tuple[str, dict]], installed_first: bool, ti
     if not installed_first:  # the workloads exist, scaled to 0, before the install
         for o in objs:
             if o["kind"] != "Pod":
-                replicas[o["metadata"]["name"]] = (o.get("spec") or {}).get("replicas", 1)
+                wanted = (o.get("spec") or {}).get("replicas", 1)
                 o["spec"]["replicas"] = 0
                 if err := k.create(o):
                     errors.append(f"{o['kind']}/{o['metadata']['name']}: {err}")
+                else:
+                    replicas[o["metadata"]["name"]] = wanted
     port, mport = free_port(), free_port()
     proc = start_webhook(ns, port, mport)
     metrics = f"http://127.0.0.1:{mport}/metrics"
@@ -245,7 +287,7 @@ def scenario(k: Kube, objects: list[tuple[str, dict]], installed_first: bool, ti
             if installed_first or o["kind"] == "Pod":
                 if err := k.create(o):
                     errors.append(f"{o['kind']}/{o['metadata']['name']}: {err}")
-            else:
+            elif o["metadata"]["name"] in replicas:  # (those that could not be created: above)
                 body = {"spec": {"replicas": replicas[o["metadata"]["name"]]}}
                 if o["kind"] == "Deployment":
                     k.apps.patch_namespaced_deployment_scale(o["metadata"]["name"], ns, body)
@@ -264,8 +306,15 @@ def scenario(k: Kube, objects: list[tuple[str, dict]], installed_first: bool, ti
         k.core.delete_namespace(ns)
     sent = {r: after.get(r, 0) - before.get(r, 0) for r in set(after) | set(before)}
     vllm_pods = sum(n for name, n in by_source.items() if vllm.get(name))
-    return {"namespace": ns, "objects": len(objs), "vllm_objects": sum(vllm.values()),
-            "pods": n_pods, "vllm_pods": vllm_pods, "sent": sent, "errors": errors}
+    return {
+        "namespace": ns,
+        "objects": len(objs),
+        "vllm_objects": sum(vllm.values()),
+        "pods": n_pods,
+        "vllm_pods": vllm_pods,
+        "sent": sent,
+        "errors": errors,
+    }
 
 
 def main() -> None:
@@ -278,23 +327,31 @@ def main() -> None:
     print(f"published corpus: {len(objects)} Deployments/ReplicaSets/Pods from {files} files")
     made: list = []
     try:
-        results = {name: scenario(k, objects, first, args.timeout, made)
-                   for name, first in (("installed first", True),
-                                       ("workloads from before the install", False))}
+        results = {
+            name: scenario(k, objects, first, args.timeout, made)
+            for name, first in (
+                ("installed first", True),
+                ("workloads from before the install", False),
+            )
+        }
     finally:
         for api_version, kind, name in made:
             try:
                 k.dyn.resources.get(api_version=api_version, kind=kind).delete(name=name)
             except Exception:  # noqa: BLE001
                 pass
-    print("\n| run | objects (vLLM) | pods created (vLLM) | pod reviews sent: mutate / validate "
-          "| never sent |")
+    print(
+        "\n| run | objects (vLLM) | pods created (vLLM) | pod reviews sent: mutate / validate "
+        "| never sent |"
+    )
     print("|---|---|---|---|---|")
     for name, r in results.items():
         m, v = r["sent"].get("mutate", 0), r["sent"].get("validate", 0)
         share = 1 - max(m, v) / r["pods"] if r["pods"] else float("nan")
-        print(f"| {name} | {r['objects']} ({r['vllm_objects']}) | {r['pods']} ({r['vllm_pods']}) "
-              f"| {m:.0f} / {v:.0f} | {share:.1%} |")
+        print(
+            f"| {name} | {r['objects']} ({r['vllm_objects']}) | {r['pods']} ({r['vllm_pods']}) "
+            f"| {m:.0f} / {v:.0f} | {share:.1%} |"
+        )
     for name, r in results.items():
         for e in r["errors"]:
             print(f"  {name}: not created: {e}")
