@@ -43,6 +43,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 ESTIMATE = "vllm-sizer.io/estimate"
+SIZED_LABEL = "vllm-sizer.io/sized"
 META_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
@@ -136,7 +137,9 @@ def wait(cond, timeout: float, step: float = 1.0) -> bool:
     return False
 
 
-def prepare(k: Cluster, count: int, settle_timeout: float) -> tuple[str, dict]:
+def prepare(
+    k: Cluster, count: int, settle_timeout: float, sized_template: bool = False
+) -> tuple[str, dict]:
     """A fresh namespace with `count` Deployments; waits for their ReplicaSets and pods when a
     controller-manager makes them. Returns (namespace, facts)."""
     ns = f"vllm-sizer-bench-{uuid.uuid4().hex[:6]}"
@@ -151,6 +154,8 @@ def prepare(k: Cluster, count: int, settle_timeout: float) -> tuple[str, dict]:
         obj["metadata"] = {"name": f"vllm-{i}", "namespace": ns}
         obj["spec"]["selector"] = {"matchLabels": {"app": f"vllm-{i}"}}
         obj["spec"]["template"]["metadata"]["labels"] = {"app": f"vllm-{i}"}
+        if sized_template:  # as the webhook leaves a template it sized: its pods carry it too
+            obj["spec"]["template"]["metadata"]["labels"][SIZED_LABEL] = "true"
         for attempt in range(5):
             try:
                 k.apps.create_namespaced_deployment(ns, obj, _request_timeout=60)
@@ -322,6 +327,12 @@ def main() -> None:
         "run with the same --count) instead of creating one",
     )
     ap.add_argument("--keep", action="store_true", help="keep the namespace at the end")
+    ap.add_argument(
+        "--sized-template",
+        action="store_true",
+        help="templates (and so pods) carry the vllm-sizer.io/sized label, as after an install: "
+        "the controller's OOM watch lists every one of those pods",
+    )
     args = ap.parse_args()
     k = Cluster()
     variants: list[tuple[str, Path | None]] = []
@@ -348,7 +359,7 @@ def main() -> None:
             ):
                 facts[what] = k.sizes(path)
         else:
-            ns, facts = prepare(k, n, args.settle_timeout)
+            ns, facts = prepare(k, n, args.settle_timeout, args.sized_template)
         print(
             f"  namespace {ns}; objects (count, JSON bytes): "
             + ", ".join(

@@ -197,7 +197,7 @@ def test_the_watch_lists_in_chunks_and_queues_only_pods_it_would_act_on():
     from vllm_sizer.operator.controller.oom import LIST_CHUNK
     from vllm_sizer.operator.settings import OperatorSettings
 
-    POD = "qwen3-lora-cpu-7d9f-x2x4z"  # noqa: N806
+    pod_name = "qwen3-lora-cpu-7d9f-x2x4z"
     plain = {"metadata": {"name": "p", "labels": {SIZED_LABEL: "true"}}, "status": {}}
     killed = oom_pod()
     decided = {"metadata": {"name": "d", "annotations": {
@@ -214,7 +214,7 @@ def test_the_watch_lists_in_chunks_and_queues_only_pods_it_would_act_on():
     loop = asyncio.new_event_loop()
     try:
         queue: asyncio.Queue = asyncio.Queue()
-        for verdicts, expected in ((None, [POD]), (True, [POD, "d"])):
+        for verdicts, expected in ((None, [pod_name]), (True, [pod_name, "d"])):
             queries.clear()
             w = OomWatcher(PagedApi(), OperatorSettings(),
                            verdicts=PodVerdicts(PagedApi(), OperatorSettings()) if verdicts else None)
