@@ -39,8 +39,8 @@ class CountingSizer(Sizer):
         super().__init__(*args, **kwargs)
         self.results: list = []
 
-    async def size(self, body):
-        result = await super().size(body)
+    async def size(self, body, patch=None):
+        result = await super().size(body, patch)
         self.results.append(result)
         return result
 

@@ -185,3 +185,47 @@ async def test_stop_ends_the_consumer_even_when_an_api_call_loses_the_cancellati
     watcher._tasks.append(asyncio.get_running_loop().create_task(watcher._consume(queue)))
     await asyncio.wait_for(entered.wait(), 5)
     await asyncio.wait_for(watcher.stop(), 10)  # hangs without the stop flag check
+
+
+def test_the_watch_lists_in_chunks_and_queues_only_pods_it_would_act_on():
+    """Every pod of a sized template carries the label: the initial listing is paged, and pods
+    with no OOMKilled termination (and, with verdicts, no webhook decision to tell) are dropped
+    in the watch thread instead of queued."""
+    import asyncio
+
+    from vllm_sizer.operator.controller import PodVerdicts
+    from vllm_sizer.operator.controller.oom import LIST_CHUNK
+    from vllm_sizer.operator.settings import OperatorSettings
+
+    pod_name = "qwen3-lora-cpu-7d9f-x2x4z"
+    plain = {"metadata": {"name": "p", "labels": {SIZED_LABEL: "true"}}, "status": {}}
+    killed = oom_pod()
+    decided = {"metadata": {"name": "d", "annotations": {
+        "vllm-sizer.io/decision": "mutate: limits.memory 8.0Gi → 27.3Gi"}}}
+    pages = {"": ({"items": [plain, killed], "metadata": {"continue": "t1"}}),
+             "t1": ({"items": [decided, plain], "metadata": {"resourceVersion": "42"}})}
+    queries = []
+
+    class PagedApi:
+        def request_sync(self, method, path, query=None, **_):
+            queries.append(dict(query))
+            return pages[query.get("continue", "")]
+
+    loop = asyncio.new_event_loop()
+    try:
+        queue: asyncio.Queue = asyncio.Queue()
+        for verdicts, expected in ((None, [pod_name]), (True, [pod_name, "d"])):
+            queries.clear()
+            w = OomWatcher(PagedApi(), OperatorSettings(),
+                           verdicts=PodVerdicts(PagedApi(), OperatorSettings()) if verdicts else None)
+            rv = w._list("/api/v1/pods", loop, queue, {"labelSelector": SELECTOR})
+            loop.run_until_complete(asyncio.sleep(0))
+            got = []
+            while not queue.empty():
+                got.append(queue.get_nowait()["metadata"]["name"])
+            assert rv == "42" and got == expected
+            assert [q.get("continue") for q in queries] == [None, "t1"]
+            assert all(q["limit"] == str(LIST_CHUNK) and q["labelSelector"] == SELECTOR
+                       for q in queries)
+    finally:
+        loop.close()

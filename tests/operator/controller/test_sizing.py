@@ -235,7 +235,7 @@ async def test_kopf_handler_maps_api_errors():
     class Failing(Sizer):
         status = 500
 
-        async def size(self, body):
+        async def size(self, body, patch=None):
             raise ApiError(self.status, "x")
 
     sizer = Failing(RecordingApi(), OperatorSettings())
@@ -295,3 +295,57 @@ async def test_mode_off_after_a_mutation_rewrites_the_annotations(kmock, api, se
     assert ESTIMATE_ANNOTATION not in ann and "vllm-sizer.io/breakdown" not in ann
     assert events(kmock, "llm") == []
     assert limits(current(kmock, DEPLOYMENTS, "llm", "qwen3-lora-cpu")) == limits(admitted)
+
+
+@pytest.mark.asyncio
+async def test_with_kopfs_patch_the_annotations_ride_on_it_and_nothing_else_is_written():
+    """In the Kopf handler the annotations go into Kopf's patch of the cycle (Kopf writes them
+    with its own state in one merge patch); the Event is still posted first."""
+    api = RecordingApi()
+    patch: dict = {}
+    result = await Sizer(api, OperatorSettings()).size(stored(example(UNDERSIZED)), patch)
+    assert result.action == "annotated" and result.reason == "Undersized"
+    assert [c[0] for c in api.calls] == ["POST"], "the Event only: no PATCH of its own"
+    ann = patch["metadata"]["annotations"]
+    assert ann[DECISION_ANNOTATION] == f"warn: undersized, needs {NEED_01_GI}"
+    assert ann[LAST_EVENT_ANNOTATION].startswith("Undersized ")
+    assert set(patch) == {"metadata"} and set(patch["metadata"]) == {"annotations"}
+
+
+def test_wants_reads_once_per_version_and_a_status_update_is_no_new_version():
+    from vllm_sizer.operator.controller.sizing import read_version
+    from vllm_sizer.workloads.reader import read_workloads
+
+    reads = []
+
+    def read(obj, ctx):
+        reads.append(obj["metadata"]["resourceVersion"])
+        return read_workloads(obj, ctx)
+
+    sizer = Sizer(RecordingApi(), OperatorSettings(), read=read)
+    obj = stored(example(UNDERSIZED), rv="1")
+    obj["metadata"]["generation"] = 3
+    assert sizer.wants(obj)
+    status = copy.deepcopy(obj)  # the controller-manager's status update: same generation
+    status["metadata"]["resourceVersion"] = "2"
+    status["status"] = {"observedGeneration": 3, "replicas": 1}
+    kopf_state = copy.deepcopy(status)  # Kopf's own state changes nothing the reader reads
+    kopf_state["metadata"]["resourceVersion"] = "3"
+    kopf_state["metadata"]["annotations"] = {"controller.vllm-sizer.io/last-handled-configuration": "{}"}
+    assert sizer.wants(status) and sizer.wants(kopf_state)
+    assert reads == ["1"]
+    assert read_version(status["metadata"]) == read_version(obj["metadata"])
+
+    skipped = copy.deepcopy(obj)  # a new input annotation: read again
+    skipped["metadata"]["resourceVersion"] = "4"
+    skipped["metadata"]["annotations"] = {"vllm-sizer.io/skip": "true"}
+    sizer.wants(skipped)
+    respec = copy.deepcopy(obj)  # a spec change bumps the generation
+    respec["metadata"]["resourceVersion"], respec["metadata"]["generation"] = "5", 4
+    assert sizer.wants(respec)
+    assert reads == ["1", "4", "5"]
+    no_generation = copy.deepcopy(obj)  # without a generation: one read per resourceVersion
+    del no_generation["metadata"]["generation"]
+    no_generation["metadata"]["resourceVersion"] = "6"
+    assert sizer.wants(no_generation) and sizer.wants(no_generation)
+    assert reads == ["1", "4", "5", "6"]

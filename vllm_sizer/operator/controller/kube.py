@@ -1,10 +1,19 @@
 """A small async facade over the synchronous kubernetes client: generic JSON requests by path
 (so every served kind, custom resources included, goes through one code path), each run in a
-worker thread with a timeout, never on the event loop."""
+worker thread with a timeout, never on the event loop.
+
+Requests run on the facade's own few threads (`concurrency`, 8 by default), and at most that
+many are outstanding: a caller waits for a free slot first, and its timeout starts only when
+its request does. At start-up Kopf hands the controller every pre-existing object at once; on
+a shared thread pool 2,000 queued requests used to time out in the queue (the timeout counted
+the wait), and each timeout became a retry 30 s later.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -15,6 +24,7 @@ log = logging.getLogger("vllm_sizer.controller")
 
 ApiClientFactory = Callable[[], Any]  # () -> kubernetes.client.ApiClient
 MERGE_PATCH = "application/merge-patch+json"
+DEFAULT_CONCURRENCY = 8
 JSON_PATCH = "application/json-patch+json"
 
 
@@ -44,6 +54,8 @@ def default_api_client_factory(
                 config.load_kube_config(
                     config_file=kubeconfig, context=context, client_configuration=cfg
                 )
+            # room for the request slots (KubeApi.concurrency) and the watch threads beside them
+            cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 0, 16)
             cache["client"] = client.ApiClient(cfg)
         return cache["client"]
 
@@ -78,12 +90,34 @@ def resource_path(
 class KubeApi:
     """`await api.get(path)`, `.patch(path, body, content_type)`, `.post(path, body)`,
     `.delete(path)`: JSON in, JSON out, ApiError on a non-2xx answer, asyncio.TimeoutError after
-    `timeout` seconds."""
+    `timeout` seconds of the request itself (waiting for one of the `concurrency` slots does not
+    count)."""
 
-    def __init__(self, api_client_factory: ApiClientFactory, timeout: float = 10.0):
+    def __init__(
+        self,
+        api_client_factory: ApiClientFactory,
+        timeout: float = 10.0,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ):
         self.api_client_factory = api_client_factory
         self.timeout = timeout
         self.calls = 0
+        self.concurrency = max(1, int(concurrency))
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def _slots_for(self, loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore:
+        # one semaphore per event loop (tests run several loops one after the other)
+        if self._slots is None or self._slots[0] is not loop:
+            self._slots = (loop, asyncio.Semaphore(self.concurrency))
+        return self._slots[1]
+
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.concurrency, thread_name_prefix="vllm-sizer-api"
+            )
+        return self._pool
 
     @property
     def client(self) -> Any:
@@ -127,9 +161,10 @@ class KubeApi:
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
         self.calls += 1
         timeout = kwargs.get("timeout") or self.timeout
-        return await asyncio.wait_for(
-            asyncio.to_thread(self.request_sync, method, path, **kwargs), timeout + 1
-        )
+        loop = asyncio.get_running_loop()
+        async with self._slots_for(loop):
+            call = functools.partial(self.request_sync, method, path, **kwargs)
+            return await asyncio.wait_for(loop.run_in_executor(self._executor(), call), timeout + 1)
 
     async def get(self, path: str, **query: Any) -> Any:
         return await self.request("GET", path, query=query or None)

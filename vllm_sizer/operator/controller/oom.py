@@ -44,6 +44,7 @@ log = logging.getLogger("vllm_sizer.controller.oom")
 SELECTOR = f"{SIZED_LABEL}=true"
 WATCH_TIMEOUT_SECONDS = 290
 STOP_JOIN_SECONDS = 12.0  # longer than a watch's connect timeout (10 s)
+LIST_CHUNK = 250  # objects per request of the initial listing (bounded memory at start-up)
 
 
 def _default_count(namespace: str, kind: str) -> None:
@@ -362,7 +363,7 @@ class OomWatcher:
                 )
 
     def _push(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue, pod: Any) -> None:
-        if isinstance(pod, dict) and not self._stop.is_set():
+        if isinstance(pod, dict) and not self._stop.is_set() and self.wanted(pod):
 
             def put() -> None:
                 try:
@@ -383,10 +384,7 @@ class OomWatcher:
         backoff = 1.0
         while not self._stop.is_set() and not loop.is_closed():
             try:
-                listing = self.api.request_sync("GET", path, query=selector)
-                for pod in (listing or {}).get("items") or []:
-                    self._push(loop, queue, pod)
-                rv = ((listing or {}).get("metadata") or {}).get("resourceVersion")
+                rv = self._list(path, loop, queue, selector)
                 self._stream(path, rv, loop, queue, selector)
                 backoff = 1.0
             except Exception as exc:  # noqa: BLE001
@@ -401,6 +399,43 @@ class OomWatcher:
                 )
                 self._stop.wait(backoff + random.random())
                 backoff = min(backoff * 2, 30.0)
+
+    def _list(
+        self,
+        path: str,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue,
+        selector: dict[str, str],
+    ) -> str | None:
+        """The initial listing, LIST_CHUNK objects a request; returns its resourceVersion."""
+        token = ""
+        while True:
+            query = {**selector, "limit": str(LIST_CHUNK)}
+            if token:
+                query["continue"] = token
+            listing = self.api.request_sync("GET", path, query=query) or {}
+            for obj in listing.get("items") or []:
+                self._push(loop, queue, obj)
+            meta = listing.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token or self._stop.is_set():
+                return meta.get("resourceVersion")
+
+    def wanted(self, obj: dict[str, Any]) -> bool:
+        """Whether the consumer would do anything with this watched object; the rest are dropped
+        in the watch thread, so the queue holds only pods with an OOMKilled termination or a
+        decision of the webhook to tell (with verdicts), and FailedCreate Events. Every pod of
+        a sized template carries the label: at start-up that is every such pod of the
+        cluster, and nearly all of them have neither."""
+        if obj.get("kind") == "Event" or "involvedObject" in obj:
+            return True
+        if self.verdicts is not None and self.verdicts.has_decision(obj):
+            return True
+        for cs in (obj.get("status") or {}).get("containerStatuses") or []:
+            for where in ("state", "lastState"):
+                if ((cs.get(where) or {}).get("terminated") or {}).get("reason") == "OOMKilled":
+                    return True
+        return False
 
     def _stream(
         self,

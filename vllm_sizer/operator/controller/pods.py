@@ -161,15 +161,21 @@ class PodVerdicts:
                     )
         return event
 
+    @staticmethod
+    def has_decision(pod: dict[str, Any]) -> bool:
+        """The pod carries a change the webhook made at creation (what pod_sized tells)."""
+        decision = ((pod.get("metadata") or {}).get("annotations") or {}).get(DECISION_ANNOTATION)
+        # only a change is worth telling (an "allow" or "warn" pod keeps what its owner asked);
+        # several containers: "c1: mutate: ...; c2: allow: ..."
+        return isinstance(decision, str) and "mutate:" in decision
+
     async def pod_sized(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """A pod the webhook sized at creation (its own vllm-sizer.io/decision annotation):
         tell its top-level owner, once per (owner, decision)."""
         meta = pod.get("metadata") or {}
         decision = (meta.get("annotations") or {}).get(DECISION_ANNOTATION)
         uid = str(meta.get("uid") or meta.get("name"))
-        # only a change is worth telling (an "allow" or "warn" pod keeps what its owner asked);
-        # several containers: "c1: mutate: ...; c2: allow: ..."
-        if not decision or "mutate:" not in decision or uid in self._seen:
+        if not self.has_decision(pod) or uid in self._seen:
             return None
         if not self.settings.serves_namespace(meta.get("namespace")):
             return None

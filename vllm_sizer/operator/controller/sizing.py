@@ -17,8 +17,10 @@ duplicates it).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime as dt
+import functools
 import hashlib
 import logging
 import os
@@ -32,6 +34,7 @@ from ...policy import messages
 from ...policy.review import OUR_ANNOTATIONS, ObjectDecision, review_object, sized_label_patch
 from ...workloads.api_names import (
     ANNOTATION_MODE,
+    KOPF_PREFIX,
     LAST_EVENT_ANNOTATION,
     LAST_OOM_ANNOTATION,
     PODS_ANNOTATION,
@@ -54,6 +57,7 @@ OUTPUT_ANNOTATIONS: tuple[str, ...] = (
 COMPONENT = "vllm-sizer"
 EVENT_MESSAGE_MAX = 1024
 SEEN_LIMIT = 100_000
+KOPF_STATE = f"{KOPF_PREFIX}/"
 UNDERSIZED_REASONS = (
     "undersized",
     "over-limitrange",
@@ -95,6 +99,12 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+@functools.lru_cache(maxsize=1)
+def _reporting_instance() -> str:
+    # read once: gethostname() was 4 ms a call on a loaded 2-core VM, once per Event
+    return os.environ.get("POD_NAME") or socket.gethostname()
+
+
 def event_body(
     obj: dict[str, Any],
     reason: str,
@@ -134,7 +144,7 @@ def event_body(
         "action": action,
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
-        "reportingInstance": instance or os.environ.get("POD_NAME") or socket.gethostname(),
+        "reportingInstance": instance or _reporting_instance(),
         "firstTimestamp": ts,
         "lastTimestamp": ts,
         "count": 1,
@@ -159,6 +169,22 @@ async def post_event(
         if not (name and exc.status == 409):
             raise
     return body
+
+
+def read_version(meta: dict[str, Any]) -> Any:
+    """What changes whenever something the reader reads may have changed: the generation (the
+    API server bumps it on every spec change) with the labels and the annotations other than
+    Kopf's state; the resourceVersion when there is no generation. A status update (the
+    controller-manager's, after each write to a Deployment) keeps it."""
+    generation = meta.get("generation")
+    if generation is None:
+        return meta.get("resourceVersion") or None
+    annotations = meta.get("annotations") or {}
+    return (
+        generation,
+        hash(tuple(sorted((meta.get("labels") or {}).items()))),
+        hash(tuple(sorted((k, v) for k, v in annotations.items() if not k.startswith(KOPF_STATE)))),
+    )
 
 
 def object_path(obj: dict[str, Any]) -> str:
@@ -271,6 +297,20 @@ class Sizer:
         # (uid, resourceVersion) handled in this process: Kopf may call the same function for
         # a mixed-in resume and an update in one cycle with the same (stale) body.
         self._seen: dict[str, str] = {}
+        # uid → (version, wants): Kopf asks the `when=` filter once per handler and event
+        # (three handlers share one function), and size() asks again; one read per version of
+        # what the reader reads (spec, labels, annotations: a status update is no new version)
+        self._wanted: dict[str, tuple[Any, bool]] = {}
+        # At most this many objects are reviewed and written at once. At start-up Kopf hands
+        # over every pre-existing object together; without a bound each one held its copy and
+        # its review while it queued for the API (the bound is the API facade's own).
+        self.concurrency = max(1, int(getattr(api, "concurrency", 8) or 8))
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def _slots_for(self, loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore:
+        if self._slots is None or self._slots[0] is not loop:
+            self._slots = (loop, asyncio.Semaphore(self.concurrency))
+        return self._slots[1]
 
     # ---- filters (cheap, used as the Kopf `when=` callback)
     def wants(self, body: Any) -> bool:
@@ -283,7 +323,17 @@ class Sizer:
                 return False
             if controller_owner(obj) is not None:
                 return False
-            return bool(self.read(obj, None))
+            uid, version = str(meta.get("uid") or ""), read_version(meta)
+            if uid and version:
+                known = self._wanted.get(uid)
+                if known is not None and known[0] == version:
+                    return known[1]
+            wanted = bool(self.read(obj, None))
+            if uid and version:
+                if len(self._wanted) > SEEN_LIMIT:
+                    self._wanted.clear()
+                self._wanted[uid] = (version, wanted)
+            return wanted
         except Exception:  # a filter must not raise
             log.exception("vLLM pre-check failed")
             return False
@@ -339,14 +389,26 @@ class Sizer:
                 if name:
                     target[name] = item
 
-    async def size(self, body: Any) -> SizeResult:
-        obj = body if isinstance(body, dict) else copy.deepcopy(dict(body))
-        meta = obj.get("metadata") or {}
+    async def size(self, body: Any, patch: Any = None) -> SizeResult:
+        """Review `body` and write what differs. `patch` (Kopf's patch of this handling cycle,
+        a dict): the annotations go into it instead of a request of their own, so Kopf writes
+        them with its own state in one merge patch when the handler returns (one write per
+        object instead of two; on a Deployment each write also costs a status update by the
+        controller-manager, because annotations bump its generation, and the echo events)."""
+        meta = body.get("metadata") or {}
         uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
         if uid and rv and self._seen.get(uid) == rv:
             return SizeResult("unchanged")
-        if not self.wants(obj):
+        if not self.wants(body):
             return SizeResult("skipped")
+        async with self._slots_for(asyncio.get_running_loop()):
+            if uid and rv and self._seen.get(uid) == rv:  # handled while this call waited
+                return SizeResult("unchanged")
+            return await self._size(body, uid, rv, patch)
+
+    async def _size(self, body: Any, uid: str, rv: str, patch: Any = None) -> SizeResult:
+        obj = body if isinstance(body, dict) else copy.deepcopy(dict(body))
+        meta = obj.get("metadata") or {}
         workloads = self.read(obj, None)
         ctx = await self.context_for(obj, workloads)
         stored = dict(meta.get("annotations") or {})
@@ -358,22 +420,35 @@ class Sizer:
                 result = await self._patch_template(obj, decision, ctx)
         if result is None:
             decision = review_object(observer_view(obj), ctx, self.observer_policy, read=self.read)
-            result = await self._annotate(obj, decision, stored)
+            result = await self._annotate(obj, decision, stored, patch)
         if uid and rv:
             if len(self._seen) > SEEN_LIMIT:  # a bound, not an LRU: clearing only costs a
                 self._seen.clear()  # comparison with the stored annotations
             self._seen[uid] = rv
         return result
 
+    async def _write_annotations(
+        self, obj: dict[str, Any], annotations: dict[str, str | None], patch: Any
+    ) -> None:
+        if patch is not None:
+            meta = patch.setdefault("metadata", {})
+            (meta.setdefault("annotations", {})).update(annotations)
+            return
+        await self.api.patch(object_path(obj), {"metadata": {"annotations": annotations}})
+
     async def _annotate(
-        self, obj: dict[str, Any], decision: ObjectDecision, stored: dict[str, str]
+        self,
+        obj: dict[str, Any],
+        decision: ObjectDecision,
+        stored: dict[str, str],
+        patch: Any = None,
     ) -> SizeResult:
         verdict = classify(decision)
         if verdict is None:
             # Not sized any more (mode off, skip): still correct what our annotations say.
             fix = {k: v for k, v in decision.annotations.items() if stored.get(k) != v}
             if fix:
-                await self.api.patch(object_path(obj), {"metadata": {"annotations": fix}})
+                await self._write_annotations(obj, fix, patch)
                 return SizeResult("annotated", decision=decision, annotations=fix)
             return SizeResult("skipped", decision=decision)
         reason, type_, message = verdict
@@ -401,7 +476,7 @@ class Sizer:
             name = f"{meta.get('name', 'object')}.{digest(key)}"
             result.event = await post_event(self.api, obj, reason, message, type_, name=name)
         if annotations:
-            await self.api.patch(object_path(obj), {"metadata": {"annotations": annotations}})
+            await self._write_annotations(obj, annotations, patch)
             result.action, result.annotations = "annotated", annotations
         return result
 
