@@ -203,6 +203,20 @@ class MoE(BaseModel, frozen=True):
     # between fc1_latent_proj Linear(h, latent) and fc2_latent_proj Linear(latent, h) (vLLM
     # nemotron_h.py NemotronHMoE); the shared expert and the router stay at the hidden width.
     latent_size: int = 0
+    # Gemma 4 (vLLM 0.33.0 gemma4.py:289-330 Gemma4Router): besides proj Linear(h, experts) the
+    # router holds scale (h) and per_expert_scale (experts) parameters.
+    router_scale: bool = False
+
+
+class AttentionGroup(BaseModel, frozen=True):
+    """Decoder layers that share one attention shape, for stacks whose layers differ (Gemma 4:
+    sliding layers at head_dim / num_key_value_heads, full layers at global_head_dim /
+    num_global_key_value_heads; KV-shared layers own no K/V projection and no KV cache)."""
+
+    layers: int
+    head_dim: int
+    kv_heads: int
+    owns_kv: bool = True
 
 
 class MLA(BaseModel, frozen=True):
@@ -324,6 +338,11 @@ class ModelGeometry(BaseModel, frozen=True):
     # elements of vLLM's rotary-embedding cos/sin caches (rows x rotary_dim, summed over the
     # distinct rope instances): device buffers vLLM allocates with the model (_rope_cache_elements)
     rope_cache_elements: int = 0
+    # per-layer attention shapes where layers differ (Gemma 4); () = every layer the same
+    attention_groups: tuple[AttentionGroup, ...] = ()
+    # Gemma 4 per-layer embeddings (PLE): hidden_size_per_layer_input and its vocabulary
+    per_layer_input_size: int = 0
+    per_layer_vocab_size: int = 0
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -424,13 +443,22 @@ class ModelGeometry(BaseModel, frozen=True):
             intermediate = int(c["intermediate_size_mlp"])
 
         sliding, sliding_layers = _read_sliding(c, layers, model_type)
+        attention_groups: tuple[AttentionGroup, ...] = ()
+        ple_size = ple_vocab = 0
+        gemma4_widths: tuple[int, ...] = ()
+        if model_type == "gemma4_text":
+            attention_groups, gemma4_widths = _read_gemma4(
+                c, layers, kv_heads, head_dim, intermediate
+            )
+            ple_size = int(c.get("hidden_size_per_layer_input") or 0)
+            ple_vocab = int(c.get("vocab_size_per_layer_input") or vocab) if ple_size else 0
         linear_attention = _read_linear_attention(c, layers)
         nas = _read_nas_blocks(c, hidden, heads)
         if nas:
             kv_heads, attention_layers, mlp_widths, linear_blocks = nas
             intermediate = max(mlp_widths)
         else:
-            attention_layers, mlp_widths, linear_blocks = None, (), 0
+            attention_layers, mlp_widths, linear_blocks = None, gemma4_widths, 0
         pattern = c.get("hybrid_override_pattern")
         if model_type == "nemotron_h" and isinstance(pattern, str) and len(pattern) == layers:
             # Nemotron-H: one mixer per layer, M Mamba-2, * attention, - MLP, E MoE
@@ -503,7 +531,9 @@ class ModelGeometry(BaseModel, frozen=True):
             qk_norm=model_type in QK_NORM_TYPES
             or (model_type in QK_NORM_FLAG_TYPES and bool(c.get("use_qk_norm")))
             or (model_type == "persimmon" and bool(c.get("qk_layernorm"))),
-            norms_per_layer=4
+            norms_per_layer=_gemma4_norms(c, moe, ple_size)
+            if model_type == "gemma4_text"
+            else 4
             if model_type in FOUR_NORM_TYPES
             else 1
             if model_type == "nemotron_h"  # one pre-mixer RMSNorm per block
@@ -547,6 +577,9 @@ class ModelGeometry(BaseModel, frozen=True):
             attention_layers=attention_layers,
             mlp_widths=mlp_widths,
             linear_blocks=linear_blocks,
+            attention_groups=attention_groups,
+            per_layer_input_size=ple_size,
+            per_layer_vocab_size=ple_vocab,
         )
 
     # ------------------------------------------------------------------ shapes
@@ -708,7 +741,31 @@ class ModelGeometry(BaseModel, frozen=True):
             return self.attention_layers
         return self.num_layers - (self.linear_attention.num_layers if self.linear_attention else 0)
 
+    def _grouped_attention_parameters(self) -> int:
+        """Gemma 4 attention as vLLM 0.33.0 builds it (gemma4.py:409-446): KV-owning layers a
+        QKVParallelLinear(h, head_dim, heads, kv_heads), which allocates the V slice even on
+        attention_k_eq_v layers (the K weights are loaded into both, gemma4.py:86-105), and
+        k_norm (head_dim; v_norm has no weight); KV-shared layers only q_proj; every layer
+        o_proj and q_norm (head_dim)."""
+        h, heads = self.hidden_size, self.num_attention_heads
+        n = 0
+        for g in self.attention_groups:
+            per = 2 * h * heads * g.head_dim + g.head_dim
+            if g.owns_kv:
+                per += 2 * h * g.kv_heads * g.head_dim + g.head_dim
+            n += g.layers * per
+        return n
+
+    def _per_layer_input_linear_parameters(self) -> int:
+        """Gemma 4 PLE linears (vLLM 0.33.0 gemma4.py:1014-1048 per_layer_model_projection
+        ColumnParallelLinear(h, layers * ple); :674-703 per layer per_layer_input_gate
+        Linear(h, ple) and per_layer_projection Linear(ple, h))."""
+        p = self.per_layer_input_size
+        return self.num_layers * (self.hidden_size * p) + self.num_layers * 2 * self.hidden_size * p
+
     def _attention_and_linear_parameters(self) -> int:
+        if self.attention_groups:
+            return self._grouped_attention_parameters() + self._per_layer_input_linear_parameters()
         return (
             self.num_attention_layers * self.attention_parameters_per_layer()
             + self.linear_blocks * self.hidden_size * self.hidden_size
@@ -743,6 +800,8 @@ class ModelGeometry(BaseModel, frozen=True):
             )
             if e.latent_size:
                 per += 2 * h * e.latent_size  # fc1_latent_proj, fc2_latent_proj
+            if e.router_scale:
+                per += h + e.num_experts
             if e.expert_bias:
                 per += e.num_experts * (2 * e.expert_intermediate_size + h) + e.num_experts
             if e.shared_intermediate_size:
@@ -757,17 +816,26 @@ class ModelGeometry(BaseModel, frozen=True):
         n += (self.learned_positions + self.token_type_rows) * self.hidden_size
         if self.pooler:
             n += self.hidden_size * self.hidden_size + self.hidden_size
+        # Gemma 4 embed_tokens_per_layer: VocabParallelEmbedding(vocab_size_per_layer_input,
+        # layers * hidden_size_per_layer_input) (vLLM 0.33.0 gemma4.py:1019-1026)
+        n += self.per_layer_vocab_size * self.num_layers * self.per_layer_input_size
         return n
 
     @property
     def kv_layers(self) -> int:
-        """Layers that keep a per-token KV cache (hybrid linear-attention layers do not)."""
+        """Layers that keep a per-token KV cache (hybrid linear-attention layers and Gemma 4's
+        KV-shared layers do not)."""
+        if self.attention_groups:
+            return sum(g.layers for g in self.attention_groups if g.owns_kv)
         return self.num_attention_layers
 
     def norm_parameters(self) -> int:
         per_norm = self.hidden_size * (2 if self.layernorm_bias else 1)
         extra = 1 if self.model_type in EMBED_NORM_TYPES else 0  # BLOOM's embedding LayerNorm
-        return (self.norms_per_layer * self.num_layers + 1 + extra) * per_norm
+        # Gemma 4 per_layer_projection_norm: RMSNorm(hidden_size_per_layer_input) (gemma4.py:1049)
+        return (
+            self.norms_per_layer * self.num_layers + 1 + extra
+        ) * per_norm + self.per_layer_input_size
 
     def parameter_count(self) -> int:
         return self._parameter_count
@@ -804,6 +872,13 @@ class ModelGeometry(BaseModel, frozen=True):
         """KV cache bytes per token over the KV layers: 2·kv_heads·head_dim per layer, or one
         latent of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed
         latent). Hybrid linear-attention layers keep no per-token cache."""
+        if self.attention_groups:
+            # Gemma 4: each KV-owning layer caches K and V at its own shape (k_eq_v layers
+            # still hold a V cache: vLLM's Attention gets num_kv_heads, gemma4.py:500-512)
+            elements = sum(
+                g.layers * 2 * g.kv_heads * g.head_dim for g in self.attention_groups if g.owns_kv
+            )
+            return int(elements * kv_dtype_bytes)
         if self.mla:
             per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
         else:
@@ -940,9 +1015,14 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         or c.get("experts_per_token")
         or _widest(c.get("moe_topk"))
         or c.get("moe_k")  # ERNIE 4.5 MoE
+        or c.get("top_k_experts")  # Gemma 4
         or 2
     )
-    expert_inter = int(_widest(c.get("moe_intermediate_size")) or intermediate)
+    expert_inter = int(
+        _widest(c.get("moe_intermediate_size"))
+        or c.get("expert_intermediate_size")  # Gemma 4 (vLLM gemma4.py:643 reads either)
+        or intermediate
+    )
     shared = int(c.get("shared_expert_intermediate_size") or 0)
     if not shared and c.get("use_mixed_mlp_moe") and c.get("num_shared_expert"):
         # Hunyuan MoE: the shared MLP is intermediate_size * num_shared_expert[0] wide
@@ -1000,6 +1080,7 @@ def _read_moe(c: Mapping[str, Any], layers: int, intermediate: int, model_type: 
         num_moe_layers=moe_layers,
         expert_bias=model_type == "gpt_oss",
         shared_expert_gate=bool(shared) and model_type in SHARED_EXPERT_GATE_TYPES,
+        router_scale=model_type == "gemma4_text",
     )
 
 
@@ -1056,6 +1137,15 @@ def _rope_cache_elements(
     params = c.get("rope_parameters") or c.get("rope_scaling") or {}
     if not isinstance(params, Mapping):
         params = {}
+    if model_type == "gemma4_text" and isinstance(params.get("full_attention"), Mapping):
+        # Gemma 4: sliding layers a rope over head_dim; full layers a "proportional" rope whose
+        # Gemma4RotaryEmbedding caches the whole global_head_dim whatever the partial factor
+        # (vLLM 0.33.0 rotary_embedding/__init__.py:156-166, gemma4_rope.py:40-50)
+        global_dim = int(c.get("global_head_dim") or 512)
+        rows = _rope_rows(params["full_attention"], max_pos) * global_dim
+        if isinstance(params.get("sliding_attention"), Mapping) and sliding_layers:
+            rows += _rope_rows(params["sliding_attention"], max_pos) * head_dim
+        return rows
     per_type = [v for v in params.values() if isinstance(v, Mapping)]
     if per_type:  # transformers v5: one rope_parameters entry per layer type
         return sum(_rope_rows(p, max_pos) for p in per_type) * dim
@@ -1173,6 +1263,74 @@ def _compressed_tensors_weight_bytes(q: Mapping[str, Any]) -> tuple[int, float] 
     return best
 
 
+def _read_gemma4(
+    c: Mapping[str, Any], layers: int, kv_heads: int, head_dim: int, intermediate: int
+) -> tuple[tuple[AttentionGroup, ...], tuple[int, ...]]:
+    """Gemma 4 text stack (model_type gemma4_text), as vLLM 0.33.0 builds it.
+    Attention shapes per layer: transformers 5.24.0 configuration_gemma4.py:208-221 gives
+    full_attention layers head_dim = global_head_dim (default 512) and, when
+    attention_k_eq_v, num_key_value_heads = num_global_key_value_heads (if set); sliding
+    layers keep head_dim / num_key_value_heads; vLLM reads them from per_layer_config
+    (gemma4.py:578-580). The last num_kv_shared_layers layers own no K/V projection and no KV
+    cache: they read the cache of the last earlier layer of their type (gemma4.py:403-420,
+    :471-492). MLP width per layer: intermediate_size, doubled on the KV-shared layers when
+    use_double_wide_mlp (gemma4.py:596-616); MoE layers run this dense MLP beside the experts
+    (gemma4.py:736-754), so it is every layer's MLP."""
+    layer_types = [str(t) for t in (c.get("layer_types") or [])]
+    if len(layer_types) != layers:
+        # transformers' default: every 6th layer full, the last layer always full
+        layer_types = [
+            "sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)
+        ]
+        layer_types[-1] = "full_attention"
+    global_dim = int(c.get("global_head_dim") or 512)
+    global_kv = c.get("num_global_key_value_heads")
+    full_kv = int(global_kv) if c.get("attention_k_eq_v") and global_kv else kv_heads
+    shared = min(int(c.get("num_kv_shared_layers") or 0), layers)
+    first_shared = layers - shared
+    counts: dict[tuple[int, int, bool], int] = {}
+    for i, t in enumerate(layer_types):
+        full = t == "full_attention"
+        key = (global_dim if full else head_dim, full_kv if full else kv_heads, i < first_shared)
+        counts[key] = counts.get(key, 0) + 1
+    groups = tuple(
+        AttentionGroup(layers=n, head_dim=d, kv_heads=kv, owns_kv=owns)
+        for (d, kv, owns), n in counts.items()
+    )
+    double = bool(c.get("use_double_wide_mlp")) and shared > 0
+    widths = tuple(intermediate * (2 if double and i >= first_shared else 1) for i in range(layers))
+    return groups, widths
+
+
+def _gemma4_norms(c: Mapping[str, Any], moe: MoE | None, ple_size: int) -> int:
+    """Hidden-size RMSNorms per Gemma 4 decoder layer (vLLM 0.33.0 gemma4.py:618-628 four;
+    MoE layers post_feedforward_layernorm_1/_2 and pre_feedforward_layernorm_2, :657-665;
+    PLE post_per_layer_input_norm, :700-702)."""
+    return 4 + (3 if moe else 0) + (1 if ple_size else 0)
+
+
+def _gemma4_vision_parameters(v: Mapping[str, Any], text_hidden: int) -> int:
+    """Gemma 4 vision tower, built by vLLM 0.33.0 with AutoModel.from_config
+    (gemma4_mm.py:1101-1108) from transformers 5.24.0 modeling_gemma4.py: patch embedder
+    input_proj Linear(3·patch², h) and position_embedding_table (2, position_embedding_size, h)
+    (:575-584); per layer q/k/v/o (:905-908, no bias), q_norm and k_norm (head_dim; v_norm has
+    no weight, :910-912), gate/up/down MLP (:693-695) and four RMSNorms (:970-973); the pooler
+    holds no weights (:620-632). Then vLLM's embed_vision Gemma4MultimodalEmbedder: one
+    Linear(vision hidden, text hidden), its norm without weight (gemma4_mm.py:1004-1016).
+    Defaults are Gemma4VisionConfig's (configuration_gemma4.py)."""
+    h = int(v.get("hidden_size") or 768)
+    n = int(v.get("num_hidden_layers") or 16)
+    heads = int(v.get("num_attention_heads") or 12)
+    kv = int(v.get("num_key_value_heads") or heads)
+    hd = int(v.get("head_dim") or 64)
+    inter = int(v.get("intermediate_size") or 3072)
+    patch = int(v.get("patch_size") or 16)
+    positions = int(v.get("position_embedding_size") or 10 * 1024)
+    embed = 3 * patch * patch * h + 2 * positions * h
+    layer = 2 * h * heads * hd + 2 * h * kv * hd + 2 * hd + 3 * h * inter + 4 * h
+    return embed + n * layer + h * text_hidden
+
+
 def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> int:
     """Vision tower parameters: exact layer shapes for the Qwen-VL and SigLIP (Gemma 3) towers,
     otherwise a ViT estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch
@@ -1186,6 +1344,8 @@ def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> in
         # with bias, gated MLP with bias, RMSNorms, Conv3d patch embedding without bias, the
         # same patch merger); vLLM builds it as qwen2_5_vl.py Qwen2_5_VisionTransformer
         return _qwen_vl_vision_parameters(v, "qwen2_5_vl")
+    if model_type == "gemma4":
+        return _gemma4_vision_parameters(v, text_hidden)
     if model_type == "gemma3" or str(v.get("model_type") or "") == "siglip_vision_model":
         return _siglip_vision_parameters(v) + (
             _gemma3_projector_parameters(v, text_hidden) if model_type == "gemma3" else 0

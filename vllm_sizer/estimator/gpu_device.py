@@ -183,6 +183,12 @@ def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int
     """KV bytes one rank stores per token: its stage's layers, its share of the KV heads
     (heads are replicated when TP > kv_heads; MLA's latent is not split by TP); hybrid
     linear-attention layers hold no per-token KV."""
+    if g.attention_groups:
+        # Gemma 4: per-layer shapes (geometry._read_gemma4); KV-shared layers hold no cache
+        owned = [a for a in g.attention_groups if a.owns_kv]
+        kv_layers = sum(a.layers for a in owned)
+        elements = sum(a.layers * 2 * a.head_dim * max(a.kv_heads / tp, 1) for a in owned)
+        return elements * math.ceil(kv_layers / pp) / max(kv_layers, 1) * kv_dtype_bytes
     layers = math.ceil(g.num_attention_layers / pp)
     per_layer: float
     if g.mla:
