@@ -109,6 +109,11 @@ def build_report(
         )
     if geometry.vision_parameters:
         notes.append("vision tower counted from vision_config (approximate ViT formula)")
+    for tower in geometry.uncounted_towers:
+        notes.append(
+            f"the model's {tower} is not counted (no formula for its config here): the weights "
+            "are under-estimated by its size; supply a measured limit or a config without it"
+        )
 
     if r.device == "unknown":
         notes.append(

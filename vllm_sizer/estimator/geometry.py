@@ -338,6 +338,10 @@ class ModelGeometry(BaseModel, frozen=True):
     # elements of vLLM's rotary-embedding cos/sin caches (rows x rotary_dim, summed over the
     # distinct rope instances): device buffers vLLM allocates with the model (_rope_cache_elements)
     rope_cache_elements: int = 0
+    # towers the config declares and no formula here counts (an audio encoder other than
+    # Qwen2-Audio's / Qwen2.5-Omni's): their weights are missing from the count, and the report
+    # says so rather than give a silently low number
+    uncounted_towers: tuple[str, ...] = ()
     # per-layer attention shapes where layers differ (Gemma 4); () = every layer the same
     attention_groups: tuple[AttentionGroup, ...] = ()
     # Gemma 4 per-layer embeddings (PLE): hidden_size_per_layer_input and its vocabulary
@@ -574,6 +578,13 @@ class ModelGeometry(BaseModel, frozen=True):
                 text_hidden=hidden,
             )
             + _audio_parameters(top.get("audio_config"), str(top.get("model_type") or ""), hidden),
+            uncounted_towers=("audio encoder",)
+            if isinstance(top.get("audio_config"), Mapping)
+            and top.get("audio_config")
+            and not _audio_parameters(
+                top.get("audio_config"), str(top.get("model_type") or ""), hidden
+            )
+            else (),
             attention_layers=attention_layers,
             mlp_widths=mlp_widths,
             linear_blocks=linear_blocks,
