@@ -107,6 +107,12 @@ def build_report(
             f"{geometry.quantization.method} weights at "
             f"{geometry.quantization.bytes_per_param:.3f} bytes/parameter (scales included)"
         )
+        if kept := geometry.unquantized_parameters():
+            parts = ", ".join(p.replace("_", " ") for p, _ in geometry.quantization.unquantized)
+            notes.append(
+                f"{kept / 1e9:.2f}B parameters ({parts}) left unquantized by the checkpoint's "
+                "ignore list: counted at the model dtype"
+            )
     if geometry.vision_parameters:
         notes.append("vision tower counted from vision_config (approximate ViT formula)")
     for tower in geometry.uncounted_towers:

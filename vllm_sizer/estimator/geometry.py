@@ -8,6 +8,7 @@ published counts (the catalog entries' "published_parameters", tests/estimator/t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
@@ -283,6 +284,10 @@ class Quantization(BaseModel, frozen=True):
     method: str
     bits: int | None = None
     bytes_per_param: float  # for quantized linear weights, scales included
+    # whole parts of the text model the checkpoint leaves at the model dtype (its
+    # quantization_config `ignore` / `exclude_modules` / `modules_to_not_convert`), as
+    # (part, layers named; 0 = every layer): ("attention", 0), ("linear_attention", 36)
+    unquantized: tuple[tuple[str, int], ...] = ()
 
 
 class LinearShape(BaseModel, frozen=True):
@@ -870,14 +875,50 @@ class ModelGeometry(BaseModel, frozen=True):
         if not self.quantization:
             return int(total * dtype_bytes)
         linear = self._attention_and_linear_parameters() + self.mlp_parameters()[0]
+        kept = 0
         if self.quantization.method == "mxfp4" and self.moe:
             # gpt-oss: only the expert weights are MXFP4, attention stays bf16.
             e = self.moe
             linear = (
                 e.num_moe_layers * e.num_experts * self._mlp_parameters(e.expert_intermediate_size)
             )
-        rest = total - linear
-        return int(linear * self.quantization.bytes_per_param + rest * dtype_bytes)
+        else:
+            kept = min(linear, self.unquantized_parameters())
+        rest = total - linear + kept
+        return int((linear - kept) * self.quantization.bytes_per_param + rest * dtype_bytes)
+
+    def unquantized_parameters(self) -> int:
+        """Linear parameters a quantized checkpoint keeps at the model dtype (its ignore list:
+        Quantization.unquantized), a part's share by the layers its patterns name."""
+        q = self.quantization
+        if not q or not q.unquantized:
+            return 0
+        la = self.linear_attention
+        e = self.moe
+        parts = {
+            "attention": (
+                self._grouped_attention_parameters()
+                if self.attention_groups
+                else self.num_attention_layers * self.attention_parameters_per_layer(),
+                self.num_attention_layers,
+            ),
+            "linear_attention": (
+                la.num_layers * la.parameters_per_layer(self.hidden_size) if la else 0,
+                la.num_layers if la else 0,
+            ),
+            "shared_experts": (
+                e.num_moe_layers * self._mlp_parameters(e.shared_intermediate_size)
+                if e and e.shared_intermediate_size
+                else 0,
+                e.num_moe_layers if e else 0,
+            ),
+        }
+        n = 0
+        for part, named in q.unquantized:
+            params, of_layers = parts.get(part, (0, 0))
+            if params and of_layers:
+                n += params if not named else params * min(named, of_layers) // of_layers
+        return n
 
     def kv_bytes_per_token(self, kv_dtype_bytes: float) -> int:
         """KV cache bytes per token over the KV layers: 2·kv_heads·head_dim per layer, or one
@@ -1231,6 +1272,7 @@ def _read_quantization(q: Any) -> Quantization | None:
     method = str(q.get("quant_method") or q.get("quant_type") or "").lower()
     if not method:
         return None
+    unquantized = _unquantized_parts(q)
     bits = q.get("bits") or q.get("w_bit")
     algo = str(q.get("quant_algo") or "").lower()  # ModelOpt: {"quant_algo": "NVFP4" | "FP8"}
     if method == "modelopt" and algo:
@@ -1245,7 +1287,54 @@ def _read_quantization(q: Any) -> Quantization | None:
         bpp = 4.16 / 8 if int(bits) <= 4 else 1.0
     else:
         bpp = QUANT_BYTES_PER_PARAM.get(method, 1.0)
-    return Quantization(method=method, bits=int(bits) if bits else None, bytes_per_param=bpp)
+    return Quantization(
+        method=method,
+        bits=int(bits) if bits else None,
+        bytes_per_param=bpp,
+        unquantized=unquantized,
+    )
+
+
+# A pattern of a quantization_config ignore list that names a whole part of a decoder layer:
+# the part's module name followed by nothing or only a wildcard (`model.layers.3.self_attn*`,
+# `re:.*self_attn.*`, `*.mlp.shared_expert.*`); `self_attn.indexers_proj` names one small
+# module, not the attention. Towers and MTP heads (vision, visual, mm_projector, mtp) are not
+# the text model's and are skipped.
+_UNQUANTIZED_PART = re.compile(r"(?:^|[.*:])(?P<part>linear_attn|self_attn|shared_experts?)[.*]*$")
+_UNQUANTIZED_NAMES = {
+    "linear_attn": "linear_attention",
+    "self_attn": "attention",
+    "shared_expert": "shared_experts",
+    "shared_experts": "shared_experts",
+}
+_NOT_TEXT = ("vision", "visual", "mm_projector", "multi_modal", "mtp", "audio")
+
+
+def _unquantized_parts(q: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The parts of the text model a checkpoint leaves unquantized, read from its ignore list
+    (ModelOpt and compressed-tensors `ignore`, `exclude_modules`, bitsandbytes / AWQ
+    `modules_to_not_convert`): nvidia's NVFP4 checkpoints keep attention, linear attention and
+    the shared experts in bf16 (e.g. nvidia/Qwen3.5-122B-A10B-NVFP4), which at 4.5 bits would be
+    counted at a quarter of their bytes."""
+    layers: dict[str, set[int] | None] = {}
+    for key in ("ignore", "exclude_modules", "modules_to_not_convert"):
+        patterns = q.get(key)
+        if not isinstance(patterns, list):
+            continue
+        for raw in patterns[:100_000]:
+            text = str(raw).lower()
+            if any(w in text for w in _NOT_TEXT):
+                continue
+            m = _UNQUANTIZED_PART.search(text.replace("\\", ""))
+            if not m:
+                continue
+            part = _UNQUANTIZED_NAMES[m["part"]]
+            index = re.search(r"layers\.(\d+)\.", text)
+            if index is None:
+                layers[part] = None  # every layer
+            elif layers.get(part, set()) is not None:
+                layers.setdefault(part, set()).add(int(index[1]))  # type: ignore[union-attr]
+    return tuple(sorted((part, len(ix) if ix is not None else 0) for part, ix in layers.items()))
 
 
 def _compressed_tensors_weight_bytes(q: Mapping[str, Any]) -> tuple[int, float] | None:
