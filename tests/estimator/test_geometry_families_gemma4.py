@@ -107,3 +107,15 @@ def test_vision_tower_and_embedder():
     )
     layer = 4 * 48 * 48 + 2 * 12 + 3 * 48 * 80 + 4 * 48
     assert g.vision_parameters == 3 * 16 * 48 + 2 * 32 * 48 + 2 * layer + 48 * H
+
+
+def test_activation_and_lora_widths_take_the_widest_attention_layer():
+    """Full-attention layers run 512-wide heads: the dummy forward's qkv output and the LoRA
+    q/o projections are as wide as theirs, not the sliding layers' 256."""
+    from vllm_sizer.estimator import ModelGeometry, model_config
+
+    g = ModelGeometry.from_hf_config(model_config("google/gemma-4-26B-A4B"))
+    widest = max(a.head_dim for a in g.attention_groups)
+    assert widest > g.head_dim
+    assert g.q_width == g.num_attention_heads * widest == g.attn_out_in_width
+    assert g.kv_width == max(a.kv_heads * a.head_dim for a in g.attention_groups)

@@ -605,6 +605,8 @@ class ModelGeometry(BaseModel, frozen=True):
             return self.num_attention_heads * (
                 self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim
             )
+        if self.attention_groups:  # Gemma 4: the widest layer (full attention, 512-wide heads)
+            return self.num_attention_heads * max(g.head_dim for g in self.attention_groups)
         return self.num_attention_heads * self.head_dim
 
     @property
@@ -612,10 +614,12 @@ class ModelGeometry(BaseModel, frozen=True):
         """Input width of o_proj."""
         if self.mla:
             return self.num_attention_heads * self.mla.v_head_dim
-        return self.num_attention_heads * self.head_dim
+        return self.q_width if self.attention_groups else self.num_attention_heads * self.head_dim
 
     @property
     def kv_width(self) -> int:
+        if self.attention_groups:  # activation and LoRA widths: the widest layer's
+            return max(g.kv_heads * g.head_dim for g in self.attention_groups)
         return self.num_kv_heads * self.head_dim
 
     def lora_linear_shapes(self) -> tuple[LinearShape, ...]:
