@@ -66,3 +66,21 @@ def test_the_report_says_what_stays_unquantized():
     r = build_report(g, EngineSettings(device="cuda", gpu_memory_bytes=80 * 1024**3,
                                        tensor_parallel_size=4))
     assert any("left unquantized" in n and "linear attention" in n for n in r.notes)
+
+
+def test_modelopt_mixed_precision_counts_each_part_at_its_own_format():
+    """nvidia/Qwen3.6-27B-NVFP4: quantized_layers give FP8 attention and linear attention
+    beside W4A16_NVFP4 MLPs; the MLPs at 4.5 bits, the attention at one byte (it was read as
+    FP8 everywhere: the MLPs at twice their bytes)."""
+    g = _geometry("nvidia/Qwen3.6-27B-NVFP4")
+    q = g.quantization
+    assert (q.method, q.bytes_per_param) == ("nvfp4", 4.5 / 8)
+    assert dict(q.part_bytes) == {"attention": 1.0, "linear_attention": 1.0}
+    attn = g._part_parameters("attention") + g._part_parameters("linear_attention")
+    linear = g._attention_and_linear_parameters() + g.mlp_parameters()[0]
+    rest = g.parameter_count() - linear
+    expected = (linear - attn) * 4.5 / 8 + attn * 1.0 + rest * 2
+    assert abs(g.weight_bytes(2) - expected) < 2
+    plain = _geometry("Qwen/Qwen3.5-27B")  # same shapes, unquantized
+    assert g.parameter_count() == plain.parameter_count()
+    assert 0.35 < g.weight_bytes(2) / plain.weight_bytes(2) < 0.5

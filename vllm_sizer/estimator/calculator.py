@@ -106,6 +106,9 @@ def build_report(
         notes.append(
             f"{geometry.quantization.method} weights at "
             f"{geometry.quantization.bytes_per_param:.3f} bytes/parameter (scales included)"
+            + "".join(
+                f"; {p.replace('_', ' ')} at {b:.3f}" for p, b in geometry.quantization.part_bytes
+            )
         )
         if kept := geometry.unquantized_parameters():
             parts = ", ".join(p.replace("_", " ") for p, _ in geometry.quantization.unquantized)

@@ -288,6 +288,9 @@ class Quantization(BaseModel, frozen=True):
     # quantization_config `ignore` / `exclude_modules` / `modules_to_not_convert`), as
     # (part, layers named; 0 = every layer): ("attention", 0), ("linear_attention", 36)
     unquantized: tuple[tuple[str, int], ...] = ()
+    # parts stored at another format than bytes_per_param (ModelOpt MIXED_PRECISION's
+    # quantized_layers: FP8 attention beside NVFP4 MLPs), as (part, bytes per parameter)
+    part_bytes: tuple[tuple[str, float], ...] = ()
 
 
 class LinearShape(BaseModel, frozen=True):
@@ -889,7 +892,25 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             kept = min(linear, self.unquantized_parameters())
         rest = total - linear + kept
-        return int((linear - kept) * self.quantization.bytes_per_param + rest * dtype_bytes)
+        q = self.quantization
+        other = sum(self._part_parameters(p) * (b - q.bytes_per_param) for p, b in q.part_bytes)
+        return int((linear - kept) * q.bytes_per_param + rest * dtype_bytes + other)
+
+    def _part_parameters(self, part: str) -> int:
+        """Linear parameters of one part of the text model, every layer: attention,
+        linear_attention, shared_experts."""
+        la, e = self.linear_attention, self.moe
+        if part == "attention":
+            return (
+                self._grouped_attention_parameters()
+                if self.attention_groups
+                else self.num_attention_layers * self.attention_parameters_per_layer()
+            )
+        if part == "linear_attention":
+            return la.num_layers * la.parameters_per_layer(self.hidden_size) if la else 0
+        if part == "shared_experts" and e and e.shared_intermediate_size:
+            return e.num_moe_layers * self._mlp_parameters(e.shared_intermediate_size)
+        return 0
 
     def unquantized_parameters(self) -> int:
         """Linear parameters a quantized checkpoint keeps at the model dtype (its ignore list:
@@ -897,29 +918,14 @@ class ModelGeometry(BaseModel, frozen=True):
         q = self.quantization
         if not q or not q.unquantized:
             return 0
-        la = self.linear_attention
-        e = self.moe
-        parts = {
-            "attention": (
-                self._grouped_attention_parameters()
-                if self.attention_groups
-                else self.num_attention_layers * self.attention_parameters_per_layer(),
-                self.num_attention_layers,
-            ),
-            "linear_attention": (
-                la.num_layers * la.parameters_per_layer(self.hidden_size) if la else 0,
-                la.num_layers if la else 0,
-            ),
-            "shared_experts": (
-                e.num_moe_layers * self._mlp_parameters(e.shared_intermediate_size)
-                if e and e.shared_intermediate_size
-                else 0,
-                e.num_moe_layers if e else 0,
-            ),
+        layers_of = {
+            "attention": self.num_attention_layers,
+            "linear_attention": self.linear_attention.num_layers if self.linear_attention else 0,
+            "shared_experts": self.moe.num_moe_layers if self.moe else 0,
         }
         n = 0
         for part, named in q.unquantized:
-            params, of_layers = parts.get(part, (0, 0))
+            params, of_layers = self._part_parameters(part), layers_of.get(part, 0)
             if params and of_layers:
                 n += params if not named else params * min(named, of_layers) // of_layers
         return n
@@ -1279,7 +1285,13 @@ def _read_quantization(q: Any) -> Quantization | None:
     unquantized = _unquantized_parts(q)
     bits = q.get("bits") or q.get("w_bit")
     algo = str(q.get("quant_algo") or "").lower()  # ModelOpt: {"quant_algo": "NVFP4" | "FP8"}
-    if method == "modelopt" and algo:
+    part_bytes: tuple[tuple[str, float], ...] = ()
+    if method == "modelopt" and algo == "mixed_precision":
+        mixed = _modelopt_mixed_parts(q)
+        if mixed:
+            base, part_bytes = mixed
+            method = "nvfp4" if base == QUANT_BYTES_PER_PARAM["nvfp4"] else "fp8"
+    elif method == "modelopt" and algo:
         method = "nvfp4" if "fp4" in algo else "fp8"
     if method in {"awq", "gptq"} and bits and int(bits) == 8:
         bpp = 8.16 / 8
@@ -1296,7 +1308,41 @@ def _read_quantization(q: Any) -> Quantization | None:
         bits=int(bits) if bits else None,
         bytes_per_param=bpp,
         unquantized=unquantized,
+        part_bytes=tuple((p, b) for p, b in part_bytes if b != bpp),
     )
+
+
+def _modelopt_mixed_parts(
+    q: Mapping[str, Any],
+) -> tuple[float, tuple[tuple[str, float], ...]] | None:
+    """ModelOpt MIXED_PRECISION (quant_algo) checkpoints list each module's own format in
+    `quantized_layers` ({"model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"}, ...
+    "mlp.gate_proj": {"quant_algo": "W4A16_NVFP4"}}; e.g. nvidia/Qwen3.6-27B-NVFP4): the MLP's
+    format (the bulk of the weights) is the base, attention and linear attention their own."""
+    layers = q.get("quantized_layers")
+    if not isinstance(layers, Mapping):
+        return None
+    seen: dict[str, set[float]] = {}
+    for name, spec in list(layers.items())[:200_000]:
+        algo = str(spec.get("quant_algo") or "").lower() if isinstance(spec, Mapping) else ""
+        bpp = QUANT_BYTES_PER_PARAM["nvfp4"] if "fp4" in algo else 1.0 if "fp8" in algo else None
+        text = str(name).lower()
+        part = (
+            "linear_attention"
+            if ".linear_attn." in text
+            else "attention"
+            if ".self_attn." in text
+            else "mlp"
+            if ".mlp." in text
+            else None
+        )
+        if bpp is not None and part is not None and not any(w in text for w in _NOT_TEXT):
+            seen.setdefault(part, set()).add(bpp)
+    if "mlp" not in seen:
+        return None
+    # a part of several formats takes its widest: never fewer bytes than stored
+    widest = {part: max(b) for part, b in seen.items()}
+    return widest["mlp"], tuple(sorted((p, b) for p, b in widest.items() if p != "mlp"))
 
 
 # A pattern of a quantization_config ignore list that names a whole part of a decoder layer:
