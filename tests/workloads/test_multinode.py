@@ -85,3 +85,38 @@ def test_worker_gpus_unknown_share_the_ranks_over_the_size():
     del c["resources"]["limits"]["nvidia.com/gpu"]
     _, worker = read_workloads(lws)
     assert worker.settings.local_ranks is None and worker.settings.nodes == 2
+
+
+def test_the_leaders_script_branches_are_the_workers_too():
+    lws = copy.deepcopy(LWS)
+    lc = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    lc["command"] = ["sh", "-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh "
+                     "leader; if [ -n \"$BIG\" ]; then vllm serve Qwen/Qwen3-32B -tp 8 -pp 2; "
+                     "else vllm serve Qwen/Qwen3-8B -tp 8 -pp 2; fi"]
+    leader, worker = read_workloads(lws)
+    assert len(leader.alternatives) == len(worker.alternatives) == 1
+    assert {worker.model, worker.alternatives[0].model} == {"Qwen/Qwen3-32B", "Qwen/Qwen3-8B"}
+    assert worker.alternatives[0].settings.node_role == "worker"
+    assert leader.alternatives[0].settings.node_role == "leader"
+
+
+def test_kserve_multinode_head_is_the_leader_of_pipeline_parallel_nodes():
+    """KServe's multinode predictor: one pod per pipeline stage; the head (the predictor's
+    container) holds its own GPUs' ranks and the Ray head, not all tp·pp."""
+    from tests.workloads.test_kserve import MULTINODE
+
+    (w,) = read_workloads(yaml.safe_load(MULTINODE))
+    assert w.settings.node_role == "leader" and w.settings.nodes == 2
+    obj = yaml.safe_load(MULTINODE)
+    del obj["spec"]["predictor"]["workerSpec"]["pipelineParallelSize"]
+    (w,) = read_workloads(obj)
+    assert w.settings.node_role is None  # PP 1: one node
+
+
+def test_kserve_multinode_head_message_says_its_role():
+    from vllm_sizer.policy.review import review_object
+    from tests.workloads.test_kserve import MULTINODE
+
+    (d,) = review_object(yaml.safe_load(MULTINODE)).containers
+    # the stock runtime's limit is unknown here (not sized), but the role is said
+    assert "container kserve-container (multi-node leader)" in d.message

@@ -494,8 +494,11 @@ def _ray_worker_workload(
         skip_reason=info.skip_reason or view.skip_reason,
         gpu_count=dev.gpu_count,
         device=dev.device if dev.device != "unknown" else leader.device,
-        argv=[],
-        alternatives=[],
+        argv=list(leader.argv),  # the leader's invocation this node's ranks belong to
+        # the leader's script branches: each read as this worker node, the largest sized
+        alternatives=[
+            _ray_worker_workload(info, view, alt, nodes, note) for alt in leader.alternatives
+        ],
         patch_blocked=patch_blocked,
         env_unknown=[],
         env_from=_env_from(c, info.context.config_maps)[1],
@@ -1787,6 +1790,9 @@ def _read_invocation(
         dev_shm_bytes=shm[1],
         **env_values,
     )
+    if view.multinode_nodes:
+        facts |= {"node_role": "leader", "nodes": view.multinode_nodes}
+        facts["local_ranks"] = dev.gpu_count or None
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags
 

@@ -45,3 +45,6 @@ class ContainerView:
     # set by the reader: the container starts no server but joins a Ray cluster (`ray start
     # --address`, multi-node-serving.sh worker): a multi-node engine's worker node
     joins_ray: bool = False
+    # the head of a multi-node engine over this many pods (KServe's multinode predictor: one
+    # per pipeline stage): read with role "leader" (its own GPUs' ranks and the Ray head)
+    multinode_nodes: int | None = None
