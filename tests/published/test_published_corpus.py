@@ -22,11 +22,12 @@ from . import corpus
 INDEX = corpus.load_index()
 SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 
-# Measured on 2026-12-02: 276 servers in 279 files (the corpus grew from 99 servers: floors are
+# Measured on 2026-12-02: 282 servers in 279 files (276 before the 6 LWS Ray workers were
+# read as multi-node worker nodes, issue 15; the corpus grew from 99 servers: floors are
 # re-measured when files are added). Raise a floor when a merge raises the fraction; never lower
 # one for the same files.
 FLOOR_DATE = "2026-12-02"
-FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.909}
+FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.911}
 
 # XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).

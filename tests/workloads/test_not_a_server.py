@@ -56,8 +56,10 @@ spec:
           image: vllm/vllm-openai:v0.11.0
           command: ["sh", "-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address=$(LWS_LEADER_ADDRESS)"]
 """)
-    (leader,) = read_workloads(lws)
+    leader, worker = read_workloads(lws)
     assert leader.container == "vllm-leader" and leader.settings.pipeline_parallel_size == 2
+    # the worker joins the leader's Ray cluster and runs its GPUs' ranks (issue 15)
+    assert worker.container == "vllm-worker" and worker.settings.node_role == "worker"
     # the same script's leader mode with nothing after it could serve: not dropped silently
     lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["command"] = [
         "sh", "-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader"]

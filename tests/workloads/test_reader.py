@@ -575,8 +575,10 @@ spec:
 
 
 def test_leader_worker_set():
-    # the worker only joins the leader's Ray cluster: no Workload, so no warning on each apply
-    (leader,) = read(LWS)
+    # the worker only joins the leader's Ray cluster: it runs the engine's GPU workers for its
+    # GPUs, sized with the leader's engine (tests/workloads/test_multinode.py)
+    leader, worker = read(LWS)
+    assert leader.settings.node_role == "leader" and worker.settings.node_role == "worker"
     assert leader.container_path == "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0"
     assert leader.settings.tensor_parallel_size == 8 and leader.settings.pipeline_parallel_size == 2
     assert leader.gpu_count == 8 and leader.model == "Qwen/Qwen3-32B"

@@ -17,7 +17,7 @@ from . import constants as C
 from .errors import InvalidSettings
 from .geometry import ModelGeometry
 from .gpu_device import device_side, kv_bytes_per_token_per_rank, served_geometry
-from .host_processes import KvOffload, Processes, host_terms
+from .host_processes import KvOffload, Processes, host_terms, node_ranks
 from .lora import (
     calculate_lora_adapter_memory,
     calculate_lora_logits_scratch,
@@ -97,6 +97,7 @@ def build_report(
     if r.enable_lora and (not r.max_lora_rank or r.max_lora_rank <= 0):
         raise InvalidSettings("max_lora_rank", "LoRA is enabled but the rank is 0 or unset")
     p = _Parts([], notes)
+    local: int | None = None  # this node's ranks when the engine spans several pods
     cpu = r.device == "cpu"
     ws = r.world_size
     tokens = r.max_num_batched_tokens
@@ -216,6 +217,14 @@ def build_report(
         )
         device_total, fits = None, None
     else:
+        if settings.node_role is not None:
+            local, why = node_ranks(
+                ws * r.engines, nodes=settings.nodes, local_ranks=settings.local_ranks
+            )
+            notes.append(
+                f"multi-node {settings.node_role} pod: host terms for this node only ({why}); "
+                "the device side is per GPU as on one node"
+            )
         ht = host_terms(
             r.version,
             tp=r.tensor_parallel_size,
@@ -240,6 +249,8 @@ def build_report(
             device=r.device,
             dev_shm_memory=settings.dev_shm_memory or settings.dev_shm_bytes is not None,
             dev_shm_bytes=settings.dev_shm_bytes,
+            node_role=settings.node_role,
+            local_ranks=local,
         )
         procs = ht.processes
         for name, n, enters, source in ht.terms:
@@ -248,7 +259,8 @@ def build_report(
         runtime = sum(
             n
             for name, n, _, _ in ht.terms
-            if name in ("runtime_overhead", "gpu_worker_processes", "compile_workers")
+            if name
+            in ("runtime_overhead", "gpu_worker_processes", "compile_workers", "ray_node_processes")
         )
         p.add(
             "lora_adapters",
@@ -275,7 +287,7 @@ def build_report(
     if settings.dev_shm_memory or settings.dev_shm_bytes:
         # A memory-backed /dev/shm is charged as vLLM writes it, never beyond its sizeLimit.
         mq, parts = C.dev_shm_message_queue_bytes(
-            r.device, r.tensor_parallel_size, r.pipeline_parallel_size
+            r.device, r.tensor_parallel_size, r.pipeline_parallel_size, node_ranks=local
         )
         cap = settings.dev_shm_bytes
         shm = min(mq, cap) if cap else mq

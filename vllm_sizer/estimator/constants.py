@@ -168,6 +168,24 @@ EXTRA_PROCESS_BYTES = Constant(
     source="one more API-server or data-parallel engine-core process (torch + vLLM imported, "
     "no CUDA context)",
 )
+# Ray's own processes on one node of a multi-node engine (the Ray executor): `ray start`
+# leaves the raylet, the dashboard agent, the runtime-env agent and the log monitor running
+# beside vLLM's GPU worker actors.
+RAY_NODE_PROCESSES_BYTES = Constant(
+    value=0.5 * GiB,
+    kind="measured",
+    source="Ray's processes on one idle KubeRay worker pod (raylet, agents, log monitor): "
+    "460 MB RSS in total, Ray 2.46 (github.com/ray-project/ray/issues/53829); the object "
+    "store's /dev/shm is reserved, not written, by vLLM's workers",
+)
+# The Ray head (the leader pod) adds the GCS server and the dashboard.
+RAY_HEAD_EXTRA_BYTES = Constant(
+    value=1 * GiB,
+    kind="assumed",
+    source="the Ray head's GCS server and dashboard beside the node processes: 0.26 GB and "
+    "0.35 GB RSS in one published `top` (github.com/ray-project/ray/issues/27591), rounded "
+    "up for the dashboard's event cache (docs.ray.io head-node-memory-management)",
+)
 COMPILE_WORKERS_BYTES = Constant(
     value=0.5 * GiB,
     kind="assumed",
@@ -250,11 +268,15 @@ DEV_SHM_NOTE = (
 
 
 def dev_shm_message_queue_bytes(
-    device: str, tensor_parallel: int, pipeline_parallel: int
+    device: str, tensor_parallel: int, pipeline_parallel: int, *, node_ranks: int | None = None
 ) -> tuple[int, str]:
-    """Bytes vLLM's message queues can write to /dev/shm in one pod, with where they come from."""
+    """Bytes vLLM's message queues can write to /dev/shm in one pod, with where they come from.
+    `node_ranks`: one node of a multi-node engine under the Ray executor, which has no
+    multiproc executor queues; only the TP groups whose ranks are on this node broadcast here."""
     workers = tensor_parallel * pipeline_parallel
-    multiproc = device == "cpu" or workers > 1
+    multiproc = (device == "cpu" or workers > 1) and node_ranks is None
+    if node_ranks is not None:
+        pipeline_parallel = min(pipeline_parallel, -(-node_ranks // tensor_parallel))
     parts: list[tuple[int, str]] = []
     if multiproc:
         parts.append((int(MQ_RPC_BROADCAST_BYTES.value), "executor rpc_broadcast_mq"))

@@ -7,6 +7,13 @@ node when data_parallel_size > 1 (0.9.2+), and with tp·pp > 1 one worker proces
 (MultiprocExecutor); with tp·pp = 1 the worker runs inside the engine core (UniProcExecutor).
 V0 (< 0.8.5): one API/engine process pair and tp·pp − 1 extra worker processes.
 
+Multi-node (`node_ranks`): an engine spread over several pods with the Ray executor (vLLM's
+multi-node-serving.sh, a LeaderWorkerSet) has one GPU worker actor per rank on the node that
+holds that rank's GPU (RayDistributedExecutor places one worker per GPU bundle: 0.19.0:
+vllm/v1/executor/ray_executor.py, _init_workers_ray). The leader pod runs the API server, the
+engine core, the Ray head and its own GPUs' ranks; a worker pod runs Ray's node processes and
+its GPUs' ranks only: no API server, no engine core.
+
 Pinned host buffers that go through PyTorch's CachingHostAllocator are rounded up to the next
 power of two per block; buffers pinned with cudaHostRegister (or LMCache's own allocator) are
 not. The page cache of mmap'ed safetensors fills the limit but is reclaimed before an OOM
@@ -59,6 +66,18 @@ def default_api_servers(
     if hybrid_lb:
         return local_engines or 1
     return data_parallel
+
+
+def node_ranks(ranks: int, *, nodes: int | None, local_ranks: int | None) -> tuple[int, str]:
+    """The ranks (GPU worker processes) of one node of a multi-node engine of `ranks` ranks
+    (tp·pp × local engines): the pod's GPUs when it says, else an even share over the nodes."""
+    if local_ranks:
+        n = min(local_ranks, ranks)
+        return n, f"{n} of the engine's {ranks} rank(s) on this pod (its GPUs)"
+    if nodes and nodes > 1:
+        n = max(1, math.ceil(ranks / nodes))
+        return n, f"{n} of the engine's {ranks} rank(s) on this pod ({ranks} over {nodes} nodes)"
+    return ranks, f"all {ranks} rank(s) of the engine (node count and GPUs unknown)"
 
 
 @dataclass(frozen=True)
@@ -172,12 +191,104 @@ def host_terms(
     device: str = "cuda",
     dev_shm_memory: bool = False,
     dev_shm_bytes: int | None = None,
+    node_role: str | None = None,
+    local_ranks: int | None = None,
 ) -> HostTerms:
     """`dp`: the engines this pod runs (settings.local_engines); `data_parallel_size`: the
-    global --data-parallel-size (defaults to `dp`)."""
+    global --data-parallel-size (defaults to `dp`). `node_role` "leader" / "worker": one node
+    of a multi-node engine holding `local_ranks` of its ranks (node_ranks)."""
     h = HostTerms()
     ws = tp * pp
     workers = ws * dp
+    if node_role in ("leader", "worker") and local_ranks:
+        workers = min(local_ranks, workers)
+    if node_role == "worker":
+        _ray_worker_node(h, workers, ws * dp)
+    else:
+        _front_processes(
+            h,
+            version,
+            dp=dp,
+            api_servers=api_servers,
+            data_parallel_size=data_parallel_size,
+            headless=headless,
+            external_lb=external_lb,
+            hybrid_lb=hybrid_lb,
+            first_rank=first_rank,
+            moe=moe,
+        )
+        if node_role == "leader":
+            ray = C.RAY_NODE_PROCESSES_BYTES.value + C.RAY_HEAD_EXTRA_BYTES.value
+            h.add(
+                "ray_node_processes",
+                ray,
+                "sum",
+                f"Ray head of a multi-node engine ({workers} of its {ws * dp} rank(s) here): "
+                f"node processes {C.RAY_NODE_PROCESSES_BYTES.value / GiB:g} GiB "
+                f"({C.RAY_NODE_PROCESSES_BYTES.source}) + GCS and dashboard "
+                f"{C.RAY_HEAD_EXTRA_BYTES.value / GiB:g} GiB assumed "
+                f"({C.RAY_HEAD_EXTRA_BYTES.source})",
+            )
+            h.notes.append(
+                f"multi-node leader: the API server, engine core and Ray head run here with "
+                f"{workers} of the engine's {ws * dp} GPU worker(s); the Ray head's GCS and "
+                f"dashboard are an assumed {C.RAY_HEAD_EXTRA_BYTES.value / GiB:g} GiB "
+                "(not measured)"
+            )
+    _worker_terms(
+        h,
+        version,
+        workers=workers,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        weights_bytes=weights_bytes,
+        num_layers=num_layers,
+        cpu_offload_gb=cpu_offload_gb,
+        swap_bytes=swap_bytes,
+        kv=kv,
+        load_format=load_format,
+        quantization=quantization,
+        compiled=compiled,
+        kv_bytes_per_token_per_rank=kv_bytes_per_token_per_rank,
+        device=device,
+        dev_shm_memory=dev_shm_memory,
+        dev_shm_bytes=dev_shm_bytes,
+    )
+    return h
+
+
+def _ray_worker_node(h: HostTerms, workers: int, ranks: int) -> None:
+    """A worker pod of a multi-node engine: Ray's node processes, no API server or engine core
+    (the GPU worker actors are counted with the per-rank terms)."""
+    h.processes = Processes(0, False, 0, False, "multi-node worker: Ray's processes only")
+    h.add(
+        "ray_node_processes",
+        C.RAY_NODE_PROCESSES_BYTES.value,
+        "sum",
+        f"multi-node worker ({workers} of the engine's {ranks} rank(s) here): no API server or "
+        f"engine core, Ray's node processes: {C.RAY_NODE_PROCESSES_BYTES.source}",
+    )
+    h.notes.append(
+        f"multi-node worker: Ray's node processes and {workers} GPU worker actor(s) of the "
+        f"engine's {ranks} (the API server and engine core run on the leader)"
+    )
+
+
+def _front_processes(
+    h: HostTerms,
+    version: VllmVersion,
+    *,
+    dp: int,
+    api_servers: int | None,
+    data_parallel_size: int | None,
+    headless: bool,
+    external_lb: bool,
+    hybrid_lb: bool,
+    first_rank: bool,
+    moe: bool,
+) -> None:
+    """The API server(s), launcher, engine core(s) and DP coordinator of the pod."""
     procs = process_counts(
         version,
         data_parallel=data_parallel_size or dp,
@@ -216,6 +327,31 @@ def host_terms(
             f"({' + '.join(parts)}) at an assumed "
             f"{C.EXTRA_PROCESS_BYTES.value / GiB:g} GiB each (not measured)"
         )
+
+
+def _worker_terms(
+    h: HostTerms,
+    version: VllmVersion,
+    *,
+    workers: int,
+    tp: int,
+    pp: int,
+    dp: int,
+    weights_bytes: int,
+    num_layers: int,
+    cpu_offload_gb: float,
+    swap_bytes: int,
+    kv: KvOffload | None,
+    load_format: str | None,
+    quantization: str | None,
+    compiled: bool,
+    kv_bytes_per_token_per_rank: float,
+    device: str,
+    dev_shm_memory: bool,
+    dev_shm_bytes: int | None,
+) -> None:
+    """The per-rank host terms of the `workers` GPU worker processes on this pod, and loading."""
+    ws = tp * pp
     h.add(
         "gpu_worker_processes",
         workers * C.GPU_WORKER_PROCESS_BYTES.value,
@@ -254,6 +390,7 @@ def host_terms(
         kv or KvOffload(),
         ws=ws,
         engines=dp,
+        ranks=workers,
         layers=max(num_layers // pp, 1),
         kv_bytes_per_token_per_rank=kv_bytes_per_token_per_rank,
         device=device,
@@ -282,7 +419,6 @@ def host_terms(
         "before an OOM kill (a 32G pod at 4 GB RSS + 28 GB cache, vllm-project/vllm#3035)"
         + ("; --load-format dummy reads no checkpoint" if fmt == "dummy" else ""),
     )
-    return h
 
 
 def _kv_offload(
@@ -292,6 +428,7 @@ def _kv_offload(
     *,
     ws: int,
     engines: int,
+    ranks: int,
     layers: int,
     kv_bytes_per_token_per_rank: float,
     device: str,
@@ -305,7 +442,8 @@ def _kv_offload(
     cpu_blocks = kv.cpu_blocks
     spec = kv.spec
     lmcache_gb = kv.lmcache_gb
-    workers = ws * engines
+    workers = ranks  # this pod's ranks (ws · engines on one node)
+    share = ranks / (ws * engines)  # of a buffer split over all ranks of the engines
     backend = (kv.backend or "").lower()
     if kv.size_gib:
         if not version.at_least(0, 14):
@@ -363,9 +501,10 @@ def _kv_offload(
         total = cpu_bytes if cpu_bytes else C.SIMPLE_OFFLOAD_DEFAULT_BYTES.value
         h.add(
             "kv_offload_buffer",
-            engines * total,
+            engines * total * share,
             "sum",
             f"SimpleCPUOffloadConnector {total / GiB:.1f} GiB over {ws} rank(s) "
+            + (f"({workers} here) " if share < 1 else "")
             + ("" if cpu_bytes else f"({C.SIMPLE_OFFLOAD_DEFAULT_BYTES.source}) ")
             + "pinned with cudaHostRegister at the exact size "
             "(0.19.0:vllm/v1/simple_kv_offload/cuda_mem_ops.py:17-25)",

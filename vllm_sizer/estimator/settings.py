@@ -84,6 +84,12 @@ class EngineSettings(BaseModel):
     cpu_kvcache_space_gib: float | None = Field(
         default=None, description="VLLM_CPU_KVCACHE_SPACE (GiB)"
     )
+    # One node of a multi-node engine (Ray executor over several pods, e.g. a LeaderWorkerSet):
+    # "leader" runs the API server, the engine core and the Ray head beside its own ranks;
+    # "worker" only Ray's node processes and its ranks' GPU worker actors. None: one node.
+    node_role: Literal["leader", "worker"] | None = None
+    nodes: int | None = None  # nodes of the engine (the LWS size), when known
+    local_ranks: int | None = None  # GPUs (ranks) of this pod; default tp·pp / nodes
     # Facts about where it runs (from the pod spec / node), not vLLM flags.
     gpu_memory_bytes: int | None = None
     gpu_product: str | None = None
@@ -114,6 +120,13 @@ class EngineSettings(BaseModel):
     def _local(cls, v: int | None) -> int | None:
         if v is not None and v < 1:
             raise ValueError(f"data_parallel_size_local must be ≥ 1, got {v}")
+        return v
+
+    @field_validator("nodes", "local_ranks")
+    @classmethod
+    def _node(cls, v: int | None, info: ValidationInfo) -> int | None:
+        if v is not None and v < 1:
+            raise ValueError(f"{info.field_name} must be ≥ 1, got {v}")
         return v
 
     @field_validator("data_parallel_rank")

@@ -48,9 +48,16 @@ def gi(n: int | float | None) -> str:
     return f"{tenths / 10:.1f}Gi"
 
 
+def role(w: Workload) -> str:
+    """ " (multi-node leader)" / " (multi-node worker)": the container is one node of an engine
+    spread over several pods (a LeaderWorkerSet's Ray group), sized for that node only."""
+    r = w.settings.node_role if w.settings is not None else None
+    return f" (multi-node {r})" if r else ""
+
+
 def _who(w: Workload) -> str:
     ns = f"{w.namespace}/" if w.namespace else ""
-    return f"{w.kind} {ns}{w.name} container {w.container}"
+    return f"{w.kind} {ns}{w.name} container {w.container}{role(w)}"
 
 
 def _terms(report: MemoryReport) -> str:
@@ -98,11 +105,11 @@ def undersized(
 def undersized_warning(w: Workload, report: MemoryReport, needed: int, fitting: int | None) -> str:
     if w.limit_bytes is None:
         return (
-            f"{w.container}: no memory limit; estimated peak {gi(report.total_memory_bytes)}, "
+            f"{w.container}{role(w)}: no memory limit; estimated peak {gi(report.total_memory_bytes)}, "
             f"suggest {gi(needed)}"
         )
     msg = (
-        f"{w.container}: limit {gi(w.limit_bytes)} < estimated peak "
+        f"{w.container}{role(w)}: limit {gi(w.limit_bytes)} < estimated peak "
         f"{gi(report.total_memory_bytes)}; needs {gi(needed)}"
     )
     if fitting:
@@ -206,11 +213,15 @@ def _changes(d: ContainerDecision, limit: str, request: str, pin_suffix: str) ->
 def mutated_warning(d: ContainerDecision) -> str:
     total = gi(d.report.total_memory_bytes) if d.report else "?"
     parts = _changes(d, "limit", "request", " added")
-    return f"{d.workload.container}: {', '.join(parts)} (estimated peak {total})"
+    return f"{d.workload.container}{role(d.workload)}: {', '.join(parts)} (estimated peak {total})"
 
 
 def decision_text(d: ContainerDecision) -> str:
     """The `vllm-sizer.io/decision` annotation: what changed, from → to."""
+    return _decision_text(d) + role(d.workload)
+
+
+def _decision_text(d: ContainerDecision) -> str:
     if d.verdict == "deny":
         return f"deny: {d.reason}"
     changes = _changes(d, "limits.memory", "requests.memory", "")

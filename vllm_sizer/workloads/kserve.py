@@ -377,6 +377,7 @@ def _model_view(
         substitute(a, meta) for a in [*_list(rc.get("args")), *_list(model.get("args"))]
     ]
     merged["env"] = merge_env(rc.get("env"), model.get("env"))
+    nodes: int | None = None
     if multinode or _dict(rt_spec.get("workerSpec")):
         # KServe puts the parallel sizes into the head container's env: the InferenceService's
         # workerSpec over the runtime's, default 1 (predictor.go:564-578, 627-634)
@@ -387,13 +388,16 @@ def _model_view(
         ):
             value = _dict(worker).get(key, _dict(rt_spec.get("workerSpec")).get(key, 1))
             sizes.append({"name": env_name, "value": str(value)})
+            if key == "pipelineParallelSize" and type(value) is int and 1 < value < 10**6:
+                nodes = value  # one node per pipeline stage (head + PP − 1 worker pods)
         merged["env"] = merge_env(merged["env"], sizes)
         notes.append(
             (
                 "info",
                 "multi-node predictor: KServe sets "
                 + ", ".join(f"{e['name']}={e['value']}" for e in sizes)
-                + "; the estimate is the head pod's (the worker pods run Ray workers)",
+                + "; the estimate is the head pod's: its own GPUs' ranks and the Ray head (the "
+                "worker pods run Ray workers, not sized)",
             )
         )
     merged["envFrom"] = _list(rc.get("envFrom")) + _list(model.get("envFrom"))
@@ -441,6 +445,7 @@ def _model_view(
         runtime=name,
         notes=notes,
         patch_blocked=patch_blocked,
+        multinode_nodes=nodes,
     )
 
 

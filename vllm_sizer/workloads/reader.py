@@ -338,6 +338,7 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
         views = views[: limits.MAX_CONTAINERS]
         for view in views:
             seen = budget.mark()
+            view.joins_ray = False
             try:
                 w = _read_view(info, view)
             except Exception as exc:  # noqa: BLE001
@@ -359,7 +360,150 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
                 out.append(w)
         if over is not None and not out:
             out.append(over)
+        if info.kind == "LeaderWorkerSet":
+            try:
+                out = _link_multinode(info, _dict(obj.get("spec")), views, out)
+            except Exception:  # noqa: BLE001 - the reader must never raise
+                pass
         return out
+
+
+LWS_LEADER = "/spec/leaderWorkerTemplate/leaderTemplate/"
+LWS_WORKER = "/spec/leaderWorkerTemplate/workerTemplate/"
+
+
+def _link_multinode(
+    info: _ObjectInfo, spec: dict[str, Any], views: list[ContainerView], out: list[Workload]
+) -> list[Workload]:
+    """A LeaderWorkerSet whose worker template only joins the leader's Ray cluster (`ray start
+    --address`, multi-node-serving.sh worker) while the leader starts the engine: the engine's
+    GPU workers run on every pod of the group (one Ray actor per GPU), so the worker container
+    is a Workload with the leader's engine settings and role "worker", and the leader's
+    estimate counts only its own GPUs' ranks (role "leader")."""
+    joiners = [v for v in views if v.joins_ray and v.container_path.startswith(LWS_WORKER)]
+    leader = next(
+        (
+            w
+            for w in out
+            if w.container_path.startswith(LWS_LEADER) and w.settings is not None and w.argv
+        ),
+        None,
+    )
+    if not joiners or leader is None or leader.settings is None:
+        return out
+    size = _dict(spec.get("leaderWorkerTemplate")).get("size")
+    nodes = size if isinstance(size, int) and not isinstance(size, bool) and size > 1 else None
+    if nodes is not None and nodes > limits.MAX_ARGS:
+        nodes = None
+    note = (
+        f"multi-node engine over {nodes} pods (the LWS size): "
+        if nodes
+        else "multi-node engine over the group's pods: "
+    )
+
+    def as_leader(w: Workload) -> Workload:
+        if w.settings is None:
+            return w
+        update = {"node_role": "leader", "nodes": nodes, "local_ranks": w.gpu_count or None}
+        diag = Diagnostic(
+            "info",
+            note + "this leader runs the API server, the engine core and the Ray head with its "
+            "own GPUs' ranks; the worker template's pods run the other ranks",
+            container=w.container,
+        )
+        return dataclasses.replace(
+            w,
+            settings=w.settings.model_copy(update=update),
+            diagnostics=[*w.diagnostics, diag],
+            alternatives=[as_leader(a) for a in w.alternatives],
+        )
+
+    linked = [as_leader(w) if w is leader else w for w in out]
+    for view in joiners:
+        linked.append(_ray_worker_workload(info, view, as_leader(leader), nodes, note))
+    return linked
+
+
+def _ray_worker_workload(
+    info: _ObjectInfo, view: ContainerView, leader: Workload, nodes: int | None, note: str
+) -> Workload:
+    """The worker template's container, sized as one worker node of the leader's engine."""
+    c = view.container
+    image = _str(c.get("image"))
+    env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps)
+    resources = _dict(c.get("resources"))
+    limit = _memory(resources, "limits", diags)
+    request = _memory(resources, "requests", diags)
+    patch_blocked = view.patch_blocked
+    for section in ("limits", "requests"):
+        raw_q = _dict(resources.get(section)).get("memory")
+        if raw_q is not None and (limit if section == "limits" else request) is None:
+            patch_blocked = patch_blocked or (
+                f"resources.{section}.memory {str(raw_q)[:40]!r} "
+                "is not a memory quantity vllm-sizer can read"
+            )
+    if request is None and limit is not None:
+        request = limit
+    dev = detect_device(
+        image=image,
+        arg_device=None,
+        env=env,
+        resources=resources,
+        pod_spec=view.pod_spec,
+        container=c,
+        dra_classes=view.dra_classes,
+        hint=view.device_hint,
+    )
+    diags += dev.diagnostics
+    assert leader.settings is not None
+    update: dict[str, Any] = {
+        "node_role": "worker",
+        "nodes": nodes,
+        "local_ranks": dev.gpu_count or None,
+        "memory_limit_bytes": limit,
+        "dev_shm_memory": False,
+        "dev_shm_bytes": None,
+    }
+    if dev.device in ("cuda", "rocm"):
+        update |= {
+            "gpu_memory_bytes": dev.gpu_memory_bytes or leader.settings.gpu_memory_bytes,
+            "gpu_product": dev.gpu_product or leader.settings.gpu_product,
+        }
+    shm = _dev_shm(view, diags)
+    update["dev_shm_memory"], update["dev_shm_bytes"] = shm
+    diags.append(
+        Diagnostic(
+            "info",
+            note + f"this worker joins the Ray cluster of container {leader.container} (the "
+            "leader template) and runs the engine's GPU worker actors for its GPUs: sized with "
+            "the leader's engine settings (no API server or engine core here)",
+        )
+    )
+    return dataclasses.replace(
+        leader,
+        container=view.name,
+        container_path=view.container_path,
+        settings=leader.settings.model_copy(update=update),
+        image=image,
+        limit_bytes=limit,
+        request_bytes=request,
+        resources_path=view.resources_path,
+        env=dict(env),
+        effective_env=dict(env),
+        diagnostics=[dataclasses.replace(d, container=view.name) for d in info.diagnostics + diags],
+        skip_reason=info.skip_reason or view.skip_reason,
+        gpu_count=dev.gpu_count,
+        device=dev.device if dev.device != "unknown" else leader.device,
+        argv=list(leader.argv),  # the leader's invocation this node's ranks belong to
+        # the leader's script branches: each read as this worker node, the largest sized
+        alternatives=[
+            _ray_worker_workload(info, view, alt, nodes, note) for alt in leader.alternatives
+        ],
+        patch_blocked=patch_blocked,
+        env_unknown=[],
+        env_from=_env_from(c, info.context.config_maps)[1],
+        **_view_fields(view),
+    )
 
 
 def _past_container_bound(info: _ObjectInfo, views: list[ContainerView]) -> Workload | None:
@@ -682,6 +826,39 @@ def _starts_no_server(
             for cmd in cmds
         )
     return prog in NO_SERVER_PROGRAMS
+
+
+def _joins_ray(
+    argv: list[str],
+    env: dict[str, str],
+    unknown: set[str],
+    maybe_env: bool,
+    depth: int = 0,
+    files: _Files | dict[str, str] | None = None,
+) -> bool:
+    """Whether a program argv runs (through wrappers and `sh -c` scripts) joins a Ray cluster
+    as a worker node: `ray start` without --head, or `multi-node-serving.sh worker`."""
+    head = executed(argv)
+    if not head:
+        return False
+    prog = os.path.basename(head[0])
+    if prog == "ray":
+        return len(head) > 1 and head[1] == "start" and "--head" not in head[2:]
+    if prog == MULTI_NODE_SCRIPT or (
+        prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
+    ):
+        rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
+        return bool(rest) and rest[0] == "worker"
+    files = _as_files(files)
+    sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
+    if sh is None or depth >= 4:
+        return False
+    script, rest = sh
+    cmds = run_script(script, env, unknown, maybe_env, positional=rest or ["sh"])
+    return any(
+        _joins_ray(cmd.words, cmd.env, unknown, maybe_env, depth + 1, files.with_files(cmd.files))
+        for cmd in cmds
+    )
 
 
 def _locate(
@@ -1307,6 +1484,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         ):
             # a Ray worker, a multi-node worker, a pod that only sleeps; never a script that
             # was cut (what it runs past the cut is unknown)
+            view.joins_ray = _joins_ray(argv, env, unknown, maybe_env, files=mounted)
             return None
         if vllm_like:
             diags.append(
@@ -1612,6 +1790,9 @@ def _read_invocation(
         dev_shm_bytes=shm[1],
         **env_values,
     )
+    if view.multinode_nodes:
+        facts |= {"node_role": "leader", "nodes": view.multinode_nodes}
+        facts["local_ranks"] = dev.gpu_count or None
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags
 

@@ -42,3 +42,9 @@ class ContainerView:
     device_hint: tuple[str, str] | None = None  # DRA device classes the platform adds to the pod
     bare: bool = False  # no container to read: a Workload that only carries notes/skip_reason
     patch_blocked: str | None = None  # the effective memory limit is not known (Workload)
+    # set by the reader: the container starts no server but joins a Ray cluster (`ray start
+    # --address`, multi-node-serving.sh worker): a multi-node engine's worker node
+    joins_ray: bool = False
+    # the head of a multi-node engine over this many pods (KServe's multinode predictor: one
+    # per pipeline stage): read with role "leader" (its own GPUs' ranks and the Ray head)
+    multinode_nodes: int | None = None
