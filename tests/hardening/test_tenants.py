@@ -231,3 +231,25 @@ def test_two_configmaps_of_one_name_the_last_wins_as_kubectl_apply():
     ctx = ClusterContext.from_objects([cm("first"), cm("second")])
     assert ctx.read_context("a").config_maps["env"] == {"K": "second"}
     assert ctx.read_context("b").config_maps.get("env") is None  # never another namespace's
+
+
+@pytest.mark.parametrize("quantity", ["9" * 400, "9" * 20, "1e30", "8Ei", str(2**63), "1" * 70 + "Gi"])
+def test_a_limit_past_what_kubernetes_represents_is_unreadable_not_a_crash(quantity):
+    """Kubernetes caps a quantity at 2^63-1; a bigger one (a 400-digit limit crashed the
+    review's message formatting) is 'not a memory quantity', never a patch."""
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "a"},
+           "spec": {"template": {"spec": {"containers": [{
+               "name": "v", "image": "vllm/vllm-openai:v0.11.0",
+               "command": ["vllm", "serve", "Qwen/Qwen3-0.6B"],
+               "resources": {"limits": {"memory": quantity}}}]}}}}
+    for mode in ("mutate", "enforce"):
+        d = review_object(obj, None, PolicySettings(mode=mode))
+        assert d.patch == [], d.patch
+        assert any("not a memory quantity" in w for w in d.warnings + [d.message])
+
+
+def test_the_largest_quantity_is_still_read():
+    from vllm_sizer.workloads.quantity import MAX_QUANTITY, parse_quantity
+
+    assert parse_quantity(str(MAX_QUANTITY)) == MAX_QUANTITY
+    assert parse_quantity("7Ei") == 7 * 2**60

@@ -28,6 +28,11 @@ _RE = re.compile(
     r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE]([+-]?\d+))?$"
 )
 _MAX_EXP = 30  # 1e30 bytes is already absurd; bigger exponents are refused, not computed
+# The largest quantity Kubernetes represents: "no quantity may represent a number greater than
+# 2^63-1" (k8s.io/apimachinery/pkg/api/resource/quantity.go, the Quantity doc comment); a
+# larger one is refused here, not carried into arithmetic (a 400-digit limit overflowed the
+# message's float formatting and crashed the review)
+MAX_QUANTITY = 2**63 - 1
 
 
 def parse_quantity(value: str | int) -> int:
@@ -38,6 +43,8 @@ def parse_quantity(value: str | int) -> int:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"negative quantity: {value}")
+        if value > MAX_QUANTITY:
+            raise ValueError(f"quantity out of range: {value}")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -46,6 +53,8 @@ def parse_quantity(value: str | int) -> int:
     if not isinstance(value, str):
         raise ValueError(f"not a quantity: {value!r}")
     text = value.strip()
+    if len(text) > 64:  # far past 2^63-1 in any spelling; never converted digit by digit
+        raise ValueError(f"quantity out of range: {text[:40]!r}...")
     m = _RE.match(text)
     if not m:
         raise ValueError(f"not a quantity: {value!r}")
@@ -63,6 +72,8 @@ def parse_quantity(value: str | int) -> int:
         amount *= _BINARY.get(suffix) or _DECIMAL[suffix]
     if sign == "-" and amount != 0:
         raise ValueError(f"negative quantity: {value!r}")
+    if amount > MAX_QUANTITY:
+        raise ValueError(f"quantity out of range: {value[:40]!r}")
     return math.ceil(amount)
 
 
