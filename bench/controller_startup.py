@@ -186,14 +186,21 @@ def prepare(
         time.sleep(2)
     time.sleep(5)  # the last status updates of the Deployment controller
     facts["settled_s"] = time.perf_counter() - t1
-    for what, path in (
-        ("deployments", f"/apis/apps/v1/namespaces/{ns}/deployments"),
-        ("replicasets", f"/apis/apps/v1/namespaces/{ns}/replicasets"),
-        ("pods", f"/api/v1/namespaces/{ns}/pods"),
-        ("events", f"/api/v1/namespaces/{ns}/events"),
-    ):
-        facts[what] = k.sizes(path)
+    facts.update(object_sizes(k, ns))
     return ns, facts
+
+
+def object_sizes(k, ns: str) -> dict:
+    """What the namespace holds for the controller to list: sizes of each kind's listing."""
+    return {
+        what: k.sizes(path)
+        for what, path in (
+            ("deployments", f"/apis/apps/v1/namespaces/{ns}/deployments"),
+            ("replicasets", f"/apis/apps/v1/namespaces/{ns}/replicasets"),
+            ("pods", f"/api/v1/namespaces/{ns}/pods"),
+            ("events", f"/api/v1/namespaces/{ns}/events"),
+        )
+    }
 
 
 def reset(k: Cluster, ns: str, count: int, settle: float = 5) -> float:
@@ -350,14 +357,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in args.count:
         if args.namespace:
-            ns, facts = args.namespace, {"created_s": float("nan"), "settled_s": float("nan")}
-            for what, path in (
-                ("deployments", f"/apis/apps/v1/namespaces/{ns}/deployments"),
-                ("replicasets", f"/apis/apps/v1/namespaces/{ns}/replicasets"),
-                ("pods", f"/api/v1/namespaces/{ns}/pods"),
-                ("events", f"/api/v1/namespaces/{ns}/events"),
-            ):
-                facts[what] = k.sizes(path)
+            ns = args.namespace
+            facts = {"created_s": float("nan"), "settled_s": float("nan")}
+            facts.update(object_sizes(k, ns))
         else:
             ns, facts = prepare(k, n, args.settle_timeout, args.sized_template)
         print(

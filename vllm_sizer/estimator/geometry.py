@@ -510,6 +510,8 @@ class ModelGeometry(BaseModel, frozen=True):
         if arch in HEADLESS_DECODER_ARCHITECTURES:
             tie = True  # no lm_head: the embedding table is the only vocab-sized matrix
 
+        audio_config = top.get("audio_config")
+        audio = _audio_parameters(audio_config, str(top.get("model_type") or ""), hidden)
         return cls(
             model_type=model_type,
             architecture=arch,
@@ -585,13 +587,9 @@ class ModelGeometry(BaseModel, frozen=True):
                 str(top.get("model_type") or "").lower(),
                 text_hidden=hidden,
             )
-            + _audio_parameters(top.get("audio_config"), str(top.get("model_type") or ""), hidden),
+            + audio,
             uncounted_towers=("audio encoder",)
-            if isinstance(top.get("audio_config"), Mapping)
-            and top.get("audio_config")
-            and not _audio_parameters(
-                top.get("audio_config"), str(top.get("model_type") or ""), hidden
-            )
+            if isinstance(audio_config, Mapping) and audio_config and not audio
             else (),
             attention_layers=attention_layers,
             mlp_widths=mlp_widths,
@@ -913,6 +911,10 @@ class ModelGeometry(BaseModel, frozen=True):
         return 0
 
     def unquantized_parameters(self) -> int:
+        return self._unquantized_parameters
+
+    @cached_property
+    def _unquantized_parameters(self) -> int:
         """Linear parameters a quantized checkpoint keeps at the model dtype (its ignore list:
         Quantization.unquantized), a part's share by the layers its patterns name."""
         q = self.quantization
@@ -1543,14 +1545,24 @@ def _audio_parameters(a: Any, model_type: str, text_hidden: int) -> int:
         return _omni_audio_parameters(a)
     if model_type.lower() != "qwen2_audio" or not isinstance(a, Mapping):
         return 0
+    d, encoder = _whisper_encoder_parameters(a)
+    positions = int(a.get("max_source_positions") or 1500)
+    return encoder + positions * d + d * text_hidden + text_hidden
+
+
+def _whisper_encoder_parameters(a: Mapping[str, Any]) -> tuple[int, int]:
+    """(d_model, parameters) of the Whisper-style encoder body Qwen2-Audio and Qwen2.5-Omni
+    share: conv1 Conv1d(num_mel_bins, d, 3) and conv2 Conv1d(d, d, 3) with bias, per layer
+    k_proj (no bias) + q/v/out_proj (bias), two LayerNorms, fc1/fc2 (bias), and a final
+    LayerNorm; both configs default to d_model 1280, encoder_ffn_dim 5120, encoder_layers 32,
+    num_mel_bins 128."""
     d = int(a.get("d_model") or 1280)
     ffn = int(a.get("encoder_ffn_dim") or 5120)
     layers = int(a.get("encoder_layers") or 32)
     mel = int(a.get("num_mel_bins") or 128)
-    positions = int(a.get("max_source_positions") or 1500)
     conv = mel * d * 3 + d + d * d * 3 + d
     layer = (4 * d * d + 3 * d) + 2 * d + (d * ffn + ffn) + (ffn * d + d) + 2 * d
-    return conv + positions * d + layers * layer + 2 * d + d * text_hidden + text_hidden
+    return d, conv + layers * layer + 2 * d
 
 
 def _omni_audio_parameters(a: Mapping[str, Any]) -> int:
@@ -1562,14 +1574,9 @@ def _omni_audio_parameters(a: Mapping[str, Any]) -> int:
     ln_post LayerNorm(d) and proj Linear(d, output_dim) with bias. Missing keys take
     Qwen2_5OmniAudioEncoderConfig's defaults (d_model 1280, encoder_ffn_dim 5120,
     encoder_layers 32, num_mel_bins 128, output_dim 3584)."""
-    d = int(a.get("d_model") or 1280)
-    ffn = int(a.get("encoder_ffn_dim") or 5120)
-    layers = int(a.get("encoder_layers") or 32)
-    mel = int(a.get("num_mel_bins") or 128)
+    d, encoder = _whisper_encoder_parameters(a)
     out = int(a.get("output_dim") or 3584)
-    conv = mel * d * 3 + d + d * d * 3 + d
-    layer = (4 * d * d + 3 * d) + 2 * d + (d * ffn + ffn) + (ffn * d + d) + 2 * d
-    return conv + 2 * out + layers * layer + 2 * d + d * out + out
+    return encoder + 2 * out + d * out + out
 
 
 # Qwen-VL vision towers, one formula per family, from the transformers modeling files:

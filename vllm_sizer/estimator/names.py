@@ -290,25 +290,12 @@ def _resolve(name: str) -> ModelResolution:
     if cached is not None:
         found = catalog.exact_id(cached)
         if found is not None:
-            return ModelResolution(
-                name,
-                found,
-                catalog.entry(found)["config"],
-                "path",
-                note=f"model path {name!r} read as {found} (a Hugging Face "
-                "cache directory models--ORG--NAME)",
-            )
+            return _path_hit(name, found, "a Hugging Face cache directory models--ORG--NAME")
         parts = cached.split("/")  # the other rules work on the id it names
     if len(parts) > 2:
         found = catalog.exact_id("/".join(parts[-2:]))
         if found is not None:
-            return ModelResolution(
-                name,
-                found,
-                catalog.entry(found)["config"],
-                "path",
-                note=f"model path {name!r} read as {found} (its last two path parts)",
-            )
+            return _path_hit(name, found, "its last two path parts")
     if "gguf" in key:
         return ModelResolution(
             name,
@@ -433,6 +420,16 @@ def _resolve(name: str) -> ModelResolution:
         if got is not None:
             return got
     return ModelResolution(name, None, None, "none")
+
+
+def _path_hit(name: str, found: str, why: str) -> ModelResolution:
+    return ModelResolution(
+        name,
+        found,
+        catalog.entry(found)["config"],
+        "path",
+        note=f"model path {name!r} read as {found} ({why})",
+    )
 
 
 def _hub_cache_id(parts: list[str]) -> str | None:

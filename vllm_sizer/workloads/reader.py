@@ -432,18 +432,7 @@ def _ray_worker_workload(
     image = _str(c.get("image"))
     env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps)
     resources = _dict(c.get("resources"))
-    limit = _memory(resources, "limits", diags)
-    request = _memory(resources, "requests", diags)
-    patch_blocked = view.patch_blocked
-    for section in ("limits", "requests"):
-        raw_q = _dict(resources.get(section)).get("memory")
-        if raw_q is not None and (limit if section == "limits" else request) is None:
-            patch_blocked = patch_blocked or (
-                f"resources.{section}.memory {str(raw_q)[:40]!r} "
-                "is not a memory quantity vllm-sizer can read"
-            )
-    if request is None and limit is not None:
-        request = limit
+    limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
     dev = detect_device(
         image=image,
         arg_device=None,
@@ -1150,6 +1139,26 @@ def _memory(resources: dict[str, Any], section: str, diags: list[Diagnostic]) ->
         return None
 
 
+def _memory_bounds(
+    resources: dict[str, Any], blocked: str | None, diags: list[Diagnostic]
+) -> tuple[int | None, int | None, str | None]:
+    """(limit, request, why a patch is blocked) of a container's memory: an unreadable (or
+    absurd: 1e31) quantity is not "unset", so nothing is ever written over it; a missing
+    request is the limit, as Kubernetes defaults it."""
+    limit = _memory(resources, "limits", diags)
+    request = _memory(resources, "requests", diags)
+    for section, value in (("limits", limit), ("requests", request)):
+        raw_q = _dict(resources.get(section)).get("memory")
+        if raw_q is not None and value is None:
+            blocked = blocked or (
+                f"resources.{section}.memory {str(raw_q)[:40]!r} "
+                "is not a memory quantity vllm-sizer can read"
+            )
+    if request is None and limit is not None:
+        request = limit
+    return limit, request, blocked
+
+
 def _dev_shm(view: ContainerView, diags: list[Diagnostic]) -> tuple[bool, int | None]:
     """(a memory-backed emptyDir is mounted at /dev/shm, its sizeLimit in bytes or None)."""
     mounts = {
@@ -1614,19 +1623,7 @@ def _read_invocation(
     env_values.pop("device", None)
 
     resources = _dict(c.get("resources"))
-    limit = _memory(resources, "limits", diags)
-    request = _memory(resources, "requests", diags)
-    patch_blocked = view.patch_blocked
-    for section in ("limits", "requests"):
-        raw_q = _dict(resources.get(section)).get("memory")
-        if raw_q is not None and (limit if section == "limits" else request) is None:
-            # an unreadable (or absurd: 1e31) quantity is not "unset": never write over it
-            patch_blocked = patch_blocked or (
-                f"resources.{section}.memory {str(raw_q)[:40]!r} "
-                "is not a memory quantity vllm-sizer can read"
-            )
-    if request is None and limit is not None:
-        request = limit  # Kubernetes defaults a missing request to the limit
+    limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
     pod_limit = _dict(_dict(view.pod_spec.get("resources")).get("limits")).get("memory")
     if pod_limit is not None:
         diags.append(
