@@ -576,8 +576,12 @@ def _worker_view(
     }
     tp, pp = sizes["tensorParallelSize"], sizes["pipelineParallelSize"]
     if not all(type(v) is int and 1 <= v < 10**4 for v in (tp, pp)):
-        head_notes.append(("warning", "workerSpec parallel sizes are not integers ≥ 1: "
-                           "the worker pods are not read"))
+        head_notes.append(
+            (
+                "warning",
+                "workerSpec parallel sizes are not integers ≥ 1: the worker pods are not read",
+            )
+        )
         return None, None
     rt_containers = [_dict(c) for c in _list(rt_worker.get("containers"))]
     base = next((c for c in rt_containers if c.get("name") == WORKER_CONTAINER), None)
@@ -586,8 +590,8 @@ def _worker_view(
             (
                 "warning",
                 f"runtime {runtime!r} has no workerSpec container named {WORKER_CONTAINER}: "
-                "KServe refuses the predictor (\"failed to find worker-container in "
-                "ServingRuntime containers\"); its worker pods are not read",
+                'KServe refuses the predictor ("failed to find worker-container in '
+                'ServingRuntime containers"); its worker pods are not read',
             )
         )
         return None, None
@@ -617,8 +621,12 @@ def _worker_view(
         (
             "info",
             f"KServe lays the Ray cluster out as {nodes} node(s): the head with {head_gpus} "
-            f"GPU(s)" + (f", {nodes - 1} worker pod(s) with {worker_gpus} each" if nodes > 1
-                         else " (no worker pods)")
+            f"GPU(s)"
+            + (
+                f", {nodes - 1} worker pod(s) with {worker_gpus} each"
+                if nodes > 1
+                else " (no worker pods)"
+            )
             + " (predictor.go computeRayNodeAndGPUs / computeMpNodeAndGPUs)",
         )
     )

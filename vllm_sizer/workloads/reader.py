@@ -362,9 +362,49 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
             out.append(over)
         try:
             out = _link_multinode(info, obj, views, out)
+            if info.kind == "Pod":
+                out += _ray_worker_pods(info, obj, views)
         except Exception:  # noqa: BLE001 - the reader must never raise
             pass
         return out
+
+
+# Labels the platforms put on the worker pods of a multi-node engine: (label, what it names)
+# (kserve/kserve@aaac4e2 pkg/constants/constants.go InferenceServicePodLabelKey, set on the
+# worker Deployment's pods by predictor.go:536-548 reconcileWorker; sigs.k8s.io/lws
+# leaderworkerset.sigs.k8s.io/name; KubeRay ray.io/cluster)
+RAY_WORKER_POD_LABELS = (
+    ("serving.kserve.io/inferenceservice", "InferenceService"),
+    ("leaderworkerset.sigs.k8s.io/name", "LeaderWorkerSet"),
+    ("ray.io/cluster", "RayCluster"),
+)
+
+
+def _ray_worker_pods(
+    info: _ObjectInfo, obj: dict[str, Any], views: list[ContainerView]
+) -> list[Workload]:
+    """A pod's container that only joins a multi-node engine's Ray cluster (KServe's predictor
+    worker, an LWS worker, a KubeRay worker) runs that engine's GPU workers, whose settings live
+    on the head pod, which a pod review does not see: never read as a vLLM server of its own,
+    and not sized here; said once, naming the object that sizes it."""
+    labels = _dict(_dict(obj.get("metadata")).get("labels"))
+    owner = next(
+        ((key, kind, str(labels[key])) for key, kind in RAY_WORKER_POD_LABELS if labels.get(key)),
+        None,
+    )
+    if owner is None:
+        return []
+    out = []
+    for view in views:
+        if not view.joins_ray:
+            continue
+        why = (
+            f"a worker node of {owner[1]} {owner[2][:100]}'s multi-node engine (it only joins the "
+            "head's Ray cluster): the engine's settings live on the head pod, which this pod does "
+            f"not show; not sized here: vllm-sizer sizes it where the {owner[1]} is reviewed"
+        )
+        out.append(_bare(info, view, [], skip_reason=why))
+    return out
 
 
 LWS_LEADER = "/spec/leaderWorkerTemplate/leaderTemplate/"
@@ -415,9 +455,13 @@ def _link_multinode(
         update = {"node_role": "leader", "nodes": nodes, "local_ranks": ranks}
         diag = Diagnostic(
             "info",
-            note + "this leader runs the API server, the engine core and the Ray head with "
-            + (f"{ranks} of the engine's ranks (its GPUs)" if ranks is not None else "its own "
-               "GPUs' ranks")
+            note
+            + "this leader runs the API server, the engine core and the Ray head with "
+            + (
+                f"{ranks} of the engine's ranks (its GPUs)"
+                if ranks is not None
+                else "its own GPUs' ranks"
+            )
             + "; the worker pods run the other ranks",
             container=w.container,
         )
@@ -468,11 +512,7 @@ def _kserve_group(views: list[ContainerView], out: list[Workload]) -> _RayGroup 
     as KServe's controller does) and the worker Deployment's container (kserve.worker_view)."""
     joiners = [v for v in views if v.ray_worker_of_head and v.joins_ray]
     leader = next(
-        (
-            w
-            for w in out
-            if w.settings is not None and w.settings.node_role == "leader" and w.argv
-        ),
+        (w for w in out if w.settings is not None and w.settings.node_role == "leader" and w.argv),
         None,
     )
     if not joiners or leader is None or leader.settings is None:
@@ -555,6 +595,7 @@ def _ray_worker_workload(
     c = view.container
     image = _str(c.get("image"))
     env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps)
+    diags = [Diagnostic(sev, msg) for sev, msg in view.notes] + diags
     resources = _dict(c.get("resources"))
     limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
     dev = detect_device(
@@ -860,6 +901,8 @@ NO_SERVER_PROGRAMS = {
     "wait",
     "exit",
     "ulimit",
+    "break",
+    "continue",
     "set",
     "trap",
     "cd",
