@@ -541,7 +541,7 @@ def _kwargs_flags(kwargs: dict[str, Any]) -> list[str]:
     return flags
 
 
-def _ray_cluster_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def ray_cluster_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     spec = _dict(obj.get("spec"))
     if obj.get("kind") == "RayService":
         return _dict(spec.get("rayClusterConfig")), ("spec", "rayClusterConfig")
@@ -627,12 +627,12 @@ def _gpu_group(
         )
     for c, ptr, pod in candidates:
         limits = _dict(_dict(c.get("resources")).get("limits"))
-        if any(_accelerator(k) for k in limits):
+        if any(is_accelerator(k) for k in limits):
             return c, ptr, pod
     return candidates[0] if candidates else None
 
 
-def _accelerator(resource: str) -> bool:
+def is_accelerator(resource: str) -> bool:
     """A GPU or another accelerator (google.com/tpu, aws.amazon.com/neuron, ...): a TPU worker
     group holds the engine as a GPU group does."""
     low = str(resource).lower()
@@ -820,7 +820,7 @@ def read_ray_serve_llm(
                 ],
             )
         ]
-    cluster, base = _ray_cluster_spec(obj)
+    cluster, base = ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
     c = target[0] if target else {}
     files = _ray_app_files(cluster, config_maps or {})
@@ -844,7 +844,7 @@ def read_ray_job(
     if not isinstance(entry, str):
         return []
     scripts = [w.rsplit("/", 1)[-1] for w in entry.split() if w.endswith(".py")]
-    cluster, _ = _ray_cluster_spec(obj)
+    cluster, _ = ray_cluster_spec(obj)
     files = _ray_app_files(cluster, config_maps or {})
     source = next((files[s] for s in scripts if s in files), None)
     if source is None:
@@ -865,7 +865,7 @@ def read_ray_job(
 def _ray_engine_views(
     obj: dict[str, Any], engines: list[tuple[str, str | None, list[str], str]], who: str
 ) -> list[ContainerView]:
-    cluster, base = _ray_cluster_spec(obj)
+    cluster, base = ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
     c, ptr, pod = target if target else ({}, "", {})
     worker = str(c.get("name") or "")
@@ -894,16 +894,39 @@ def _ray_engine_views(
             )
             continue
         argv = ["vllm", "serve", model, *flags]
+        on_worker = "/workerGroupSpecs/" in ptr
         notes: list[tuple[Severity, str]] = [
             (
                 "warning",
                 f"{who} runs this vLLM engine inside a Ray worker "
-                f"({worker or 'no worker group found'}): the estimate is the engine's "
-                "alone; the raylet and the Ray object store (30% of the pod's memory by "
-                "default) come on top, so vllm-sizer does not change the worker's limit",
+                f"({worker or 'no worker group found'}): "
+                + (
+                    "sized as one pod of that group: its own GPUs' ranks, the engine's "
+                    "replica and engine core (Ray Serve LLM puts them in the placement group's "
+                    "first bundle with a GPU worker: ray-project/ray@898d8a70 python/ray/llm/"
+                    "_internal/serve/core/server/llm_server.py "
+                    "_merge_replica_actor_and_child_actor_bundles; any pod of the group may get "
+                    "it) and Ray's node processes; "
+                    if on_worker
+                    else "the estimate is the engine's alone; the raylet and "
+                )
+                + "the Ray object store (30% of the pod's memory by default, shared memory "
+                "reserved, not written by vLLM) come on top, so vllm-sizer does not change the "
+                "worker's limit",
             ),
             ("error" if "not a mapping" in how else "info", f"engine arguments from {how}"),
         ]
+        if on_worker and len(engines) > 1:
+            notes.append(
+                (
+                    "warning",
+                    f"{len(engines)} engines share worker group {worker}: Ray places each "
+                    "engine's replica and GPU workers wherever their bundles fit, so one pod may "
+                    "hold several of them (up to its GPUs): each estimate is one engine's share "
+                    "of a pod, and the pod's worst case is the sum of the engines its GPUs can "
+                    "hold together",
+                )
+            )
         views.append(
             ContainerView(
                 # named after the worker container that runs it (one engine), else per engine
@@ -915,6 +938,7 @@ def _ray_engine_views(
                 patchable=False,
                 pods_sized_at_creation=False,
                 notes=notes,
+                node_role="replica" if on_worker else None,
             )
         )
     return views

@@ -360,26 +360,130 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
                 out.append(w)
         if over is not None and not out:
             out.append(over)
-        if info.kind == "LeaderWorkerSet":
-            try:
-                out = _link_multinode(info, _dict(obj.get("spec")), views, out)
-            except Exception:  # noqa: BLE001 - the reader must never raise
-                pass
+        try:
+            out = _link_multinode(info, obj, views, out)
+            if info.kind == "Pod":
+                out += _ray_worker_pods(info, obj, views)
+        except Exception:  # noqa: BLE001 - the reader must never raise
+            pass
         return out
+
+
+# Labels the platforms put on the worker pods of a multi-node engine: (label, what it names)
+# (kserve/kserve@aaac4e2 pkg/constants/constants.go InferenceServicePodLabelKey, set on the
+# worker Deployment's pods by predictor.go:536-548 reconcileWorker; sigs.k8s.io/lws
+# leaderworkerset.sigs.k8s.io/name; KubeRay ray.io/cluster)
+RAY_WORKER_POD_LABELS = (
+    ("serving.kserve.io/inferenceservice", "InferenceService"),
+    ("leaderworkerset.sigs.k8s.io/name", "LeaderWorkerSet"),
+    ("ray.io/cluster", "RayCluster"),
+)
+
+
+def _ray_worker_pods(
+    info: _ObjectInfo, obj: dict[str, Any], views: list[ContainerView]
+) -> list[Workload]:
+    """A pod's container that only joins a multi-node engine's Ray cluster (KServe's predictor
+    worker, an LWS worker, a KubeRay worker) runs that engine's GPU workers, whose settings live
+    on the head pod, which a pod review does not see: never read as a vLLM server of its own,
+    and not sized here; said once, naming the object that sizes it."""
+    labels = _dict(_dict(obj.get("metadata")).get("labels"))
+    owner = next(
+        ((key, kind, str(labels[key])) for key, kind in RAY_WORKER_POD_LABELS if labels.get(key)),
+        None,
+    )
+    if owner is None:
+        return []
+    out = []
+    for view in views:
+        if not view.joins_ray:
+            continue
+        why = (
+            f"a worker node of {owner[1]} {owner[2][:100]}'s multi-node engine (it only joins the "
+            "head's Ray cluster): the engine's settings live on the head pod, which this pod does "
+            f"not show; not sized here: vllm-sizer sizes it where the {owner[1]} is reviewed"
+        )
+        out.append(_bare(info, view, [], skip_reason=why))
+    return out
 
 
 LWS_LEADER = "/spec/leaderWorkerTemplate/leaderTemplate/"
 LWS_WORKER = "/spec/leaderWorkerTemplate/workerTemplate/"
+# KubeRay's kinds (and AIBrix's fleet of RayClusters): a head group and worker groups
+RAY_CLUSTER_KINDS = ("RayCluster", "RayService", "RayJob", *platforms.RAY_FLEETS)
+
+
+@dataclass
+class _RayGroup:
+    """One engine spread over the pods of a Ray cluster: the Workload whose container starts
+    it (the leader), the containers that only join its Ray cluster (worker nodes), the node
+    count when known, and the leader's own GPUs when the pod says (None: its gpu_count)."""
+
+    leader: Workload
+    joiners: list[ContainerView]
+    nodes: int | None
+    note: str
+    relabel_leader: bool = True  # False: the leader was read with its role already (KServe)
+    leader_ranks: int | None = None
 
 
 def _link_multinode(
-    info: _ObjectInfo, spec: dict[str, Any], views: list[ContainerView], out: list[Workload]
+    info: _ObjectInfo, obj: dict[str, Any], views: list[ContainerView], out: list[Workload]
 ) -> list[Workload]:
-    """A LeaderWorkerSet whose worker template only joins the leader's Ray cluster (`ray start
-    --address`, multi-node-serving.sh worker) while the leader starts the engine: the engine's
-    GPU workers run on every pod of the group (one Ray actor per GPU), so the worker container
-    is a Workload with the leader's engine settings and role "worker", and the leader's
-    estimate counts only its own GPUs' ranks (role "leader")."""
+    """One home for multi-node engines whose worker pods only join the leader's Ray cluster
+    (`ray start --address`, multi-node-serving.sh worker) while the leader starts the engine:
+    a LeaderWorkerSet's worker template, KServe's predictor worker (workerSpec), a KubeRay
+    worker group of a head that runs `vllm serve` over the cluster. The engine's GPU workers
+    run on every node (one Ray actor per GPU), so each joining container is a Workload with
+    the leader's engine settings and role "worker", and the leader's estimate counts only its
+    own GPUs' ranks (role "leader")."""
+    group: _RayGroup | None = None
+    if info.kind == "LeaderWorkerSet":
+        group = _lws_group(_dict(obj.get("spec")), views, out)
+    elif info.kind == "InferenceService":
+        group = _kserve_group(views, out)
+    elif info.kind in RAY_CLUSTER_KINDS:
+        group = _kuberay_group(obj, views, out)
+    if group is None:
+        return out
+    leader, nodes, note = group.leader, group.nodes, group.note
+
+    def as_leader(w: Workload) -> Workload:
+        if w.settings is None:
+            return w
+        ranks = group.leader_ranks if group.leader_ranks is not None else w.gpu_count or None
+        update = {"node_role": "leader", "nodes": nodes, "local_ranks": ranks}
+        diag = Diagnostic(
+            "info",
+            note
+            + "this leader runs the API server, the engine core and the Ray head with "
+            + (
+                f"{ranks} of the engine's ranks (its GPUs)"
+                if ranks is not None
+                else "its own GPUs' ranks"
+            )
+            + "; the worker pods run the other ranks",
+            container=w.container,
+        )
+        return dataclasses.replace(
+            w,
+            settings=w.settings.model_copy(update=update),
+            diagnostics=[*w.diagnostics, diag],
+            alternatives=[as_leader(a) for a in w.alternatives],
+        )
+
+    head = as_leader(leader) if group.relabel_leader else leader
+    linked = [head if w is leader else w for w in out]
+    for view in group.joiners:
+        linked.append(_ray_worker_workload(info, view, head, nodes, note))
+    return linked
+
+
+def _lws_group(
+    spec: dict[str, Any], views: list[ContainerView], out: list[Workload]
+) -> _RayGroup | None:
+    """A LeaderWorkerSet: the leader template's engine, the worker template's Ray joiners; the
+    LWS size is the node count."""
     joiners = [v for v in views if v.joins_ray and v.container_path.startswith(LWS_WORKER)]
     leader = next(
         (
@@ -390,7 +494,7 @@ def _link_multinode(
         None,
     )
     if not joiners or leader is None or leader.settings is None:
-        return out
+        return None
     size = _dict(spec.get("leaderWorkerTemplate")).get("size")
     nodes = size if isinstance(size, int) and not isinstance(size, bool) and size > 1 else None
     if nodes is not None and nodes > limits.MAX_ARGS:
@@ -400,28 +504,88 @@ def _link_multinode(
         if nodes
         else "multi-node engine over the group's pods: "
     )
+    return _RayGroup(leader, joiners, nodes, note)
 
-    def as_leader(w: Workload) -> Workload:
-        if w.settings is None:
-            return w
-        update = {"node_role": "leader", "nodes": nodes, "local_ranks": w.gpu_count or None}
-        diag = Diagnostic(
-            "info",
-            note + "this leader runs the API server, the engine core and the Ray head with its "
-            "own GPUs' ranks; the worker template's pods run the other ranks",
-            container=w.container,
-        )
-        return dataclasses.replace(
-            w,
-            settings=w.settings.model_copy(update=update),
-            diagnostics=[*w.diagnostics, diag],
-            alternatives=[as_leader(a) for a in w.alternatives],
-        )
 
-    linked = [as_leader(w) if w is leader else w for w in out]
-    for view in joiners:
-        linked.append(_ray_worker_workload(info, view, as_leader(leader), nodes, note))
-    return linked
+def _kserve_group(views: list[ContainerView], out: list[Workload]) -> _RayGroup | None:
+    """KServe's multinode predictor: the head (read as the leader, kserve.py lays the nodes out
+    as KServe's controller does) and the worker Deployment's container (kserve.worker_view)."""
+    joiners = [v for v in views if v.ray_worker_of_head and v.joins_ray]
+    leader = next(
+        (w for w in out if w.settings is not None and w.settings.node_role == "leader" and w.argv),
+        None,
+    )
+    if not joiners or leader is None or leader.settings is None:
+        return None
+    nodes = leader.settings.nodes
+    note = f"KServe multinode predictor over {nodes} pods (RAY_NODE_COUNT): " if nodes else ""
+    return _RayGroup(leader, joiners, nodes, note, relabel_leader=False)
+
+
+def _group_gpus(view: ContainerView) -> int:
+    """Accelerators a Ray group's container asks for (its limits, else its requests; KubeRay
+    gives Ray the container's GPU limit as --num-gpus: ray-project/kuberay@feeaf72
+    ray-operator/controllers/ray/common/pod.go generateRayStartCommand)."""
+    res = _dict(view.container.get("resources"))
+    for section in ("limits", "requests"):
+        for key, value in _dict(res.get(section)).items():
+            if platforms.is_accelerator(str(key)):
+                try:
+                    n = int(str(value))
+                except ValueError:
+                    return 0
+                return n if 0 < n <= limits.MAX_ARGS else 0
+    return 0
+
+
+def _kuberay_group(
+    obj: dict[str, Any], views: list[ContainerView], out: list[Workload]
+) -> _RayGroup | None:
+    """A KubeRay cluster whose head container runs `vllm serve` (or the api_server) with more
+    ranks than the head has GPUs, or with --distributed-executor-backend ray: vLLM's Ray
+    executor places one GPU actor per rank over the cluster (a placement group of tp·pp GPU
+    bundles), so every worker group that asks for accelerators and only runs Ray (`ray start`,
+    KubeRay's generated command) holds ranks of it. CPU-only groups hold none."""
+    leader = next(
+        (
+            w
+            for w in out
+            if "/headGroupSpec/" in w.container_path
+            and w.settings is not None
+            and w.argv
+            and w.settings.node_role is None
+        ),
+        None,
+    )
+    if leader is None or leader.settings is None:
+        return None
+    joiners = [
+        v
+        for v in views
+        if v.joins_ray and "/workerGroupSpecs/" in v.container_path and _group_gpus(v) > 0
+    ]
+    if not joiners:
+        return None
+    s = leader.settings
+    world = s.tensor_parallel_size * s.pipeline_parallel_size
+    head_view = next((v for v in views if v.container_path == leader.container_path), None)
+    head_gpus = _group_gpus(head_view) if head_view is not None else 0
+    argv = " ".join(leader.argv)
+    ray_backend = bool(re.search(r"--distributed[-_]executor[-_]backend[= ]+ray\b", argv))
+    if world <= head_gpus and not ray_backend:
+        return None  # the engine fits the head's GPUs: one node, the workers hold none of it
+    cluster, _ = platforms.ray_cluster_spec(obj)
+    pods = 1
+    for i, g in enumerate(_list(cluster.get("workerGroupSpecs"))):
+        if any(f"/workerGroupSpecs/{i}/" in v.container_path for v in joiners):
+            replicas = _dict(g).get("replicas", _dict(g).get("minReplicas", 1))
+            ok = isinstance(replicas, int) and not isinstance(replicas, bool)
+            pods += replicas if ok and 0 <= replicas <= limits.MAX_ARGS else 1
+    note = (
+        f"Ray cluster of {pods} pods (the head and its GPU worker groups' replicas) running "
+        f"one engine of {world} rank(s) with vLLM's Ray executor: "
+    )
+    return _RayGroup(leader, joiners, pods if pods > 1 else None, note, leader_ranks=head_gpus)
 
 
 def _ray_worker_workload(
@@ -431,6 +595,7 @@ def _ray_worker_workload(
     c = view.container
     image = _str(c.get("image"))
     env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps)
+    diags = [Diagnostic(sev, msg) for sev, msg in view.notes] + diags
     resources = _dict(c.get("resources"))
     limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
     dev = detect_device(
@@ -736,6 +901,8 @@ NO_SERVER_PROGRAMS = {
     "wait",
     "exit",
     "ulimit",
+    "break",
+    "continue",
     "set",
     "trap",
     "cd",
@@ -795,7 +962,8 @@ def _starts_no_server(
         return not argv  # nothing runs at all (an empty script); a bare wrapper is unknown
     prog = os.path.basename(head[0])
     if prog == "ray":
-        return len(head) > 1 and head[1] in ("start", "status", "stop")
+        # `ray health-check` only probes the GCS (KServe's multinode worker waits with it)
+        return len(head) > 1 and head[1] in ("start", "status", "stop", "health-check")
     if prog == MULTI_NODE_SCRIPT or (
         prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
     ):
@@ -1505,6 +1673,12 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 )
             )
             return _bare(info, view, diags)
+        if argv and not budget.since(mark):
+            # an image that does not say vLLM (rayproject/ray-llm) may still join a vLLM
+            # engine's Ray cluster as a worker node: the object's leader decides
+            view.joins_ray = _starts_no_server(
+                argv, env, unknown, maybe_env, files=mounted
+            ) and _joins_ray(argv, env, unknown, maybe_env, files=mounted)
         return None
     if len(candidates) > 1:
         diags.append(
@@ -1787,8 +1961,8 @@ def _read_invocation(
         dev_shm_bytes=shm[1],
         **env_values,
     )
-    if view.multinode_nodes:
-        facts |= {"node_role": "leader", "nodes": view.multinode_nodes}
+    if view.multinode_nodes or view.node_role:
+        facts |= {"node_role": view.node_role or "leader", "nodes": view.multinode_nodes}
         facts["local_ranks"] = dev.gpu_count or None
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags

@@ -470,6 +470,20 @@ class _Tokenizer:
                 items = [w for raw in sub.commands() for w in raw.words]
                 cur.append(ARRAY_MARK + ARRAY_SEP.join(items))
                 self.i = end
+            elif (
+                c == "("
+                and not have
+                and s.startswith("((", self.i)
+                and all(w in KEYWORDS for w in words)
+            ):
+                # `(( SECONDS <= 240 ))`: bash's arithmetic command runs no program (its `<`
+                # is no redirection); read as the no-op `:` (KServe's multinode worker loops
+                # on one before `ray start`)
+                close = s.find("))", self.i + 2)
+                self.i = n if close < 0 else close + 2
+                cur.append(":")
+                have = True
+                end_word()
             elif c == "\n" or c in ";|()&":
                 if c == "&" and self.i + 1 < n and s[self.i + 1] == ">":  # &> file
                     end_word()
