@@ -534,7 +534,7 @@ def _lora_rank(lora_config: Any) -> int:
 
 
 class ModelMemoryCalculator:
-    """The names people know from the seed library, on top of build_report."""
+    """The names people know from the first vllm-sizer library, on top of build_report."""
 
     def calculate_memory(
         self,

@@ -1,7 +1,7 @@
 """Read a vLLM command line (already split into argv) into EngineSettings, the way vLLM's
 FlexibleArgumentParser reads it. Bad values become diagnostics, never exceptions.
 
-Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py; ../shared/vllm-facts.md):
+Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py):
 - `_` becomes `-` in the key part only (`--max_num_batched_tokens=4k`).
 - token counts accept `4k` (4000) and `4K` (4096), also m/M, g/G.
 - booleans: `--X` / `--no-X`; newer versions also `--enable-X` / `--disable-X`.
