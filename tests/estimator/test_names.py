@@ -85,7 +85,7 @@ def test_gguf_is_refused_with_a_reason():
     assert resolve_model("/models/qwen3-8b-q4_k_m.gguf").config is None
 
 
-@pytest.mark.parametrize("name", ["foo/bar", "Qwen/Qwen3", "someone/Llama-Guard-3-8B",
+@pytest.mark.parametrize("name", ["foo/bar", "Qwen/Qwen3", "someone/Llama-Sentinel-3-8B",
                                   "someone/my-llama", "", "x" * 2000, "acme/8B"])
 def test_names_that_match_nothing_are_not_guessed(name):
     r = resolve_model(name)
@@ -143,3 +143,51 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     assert abs(g.parameter_count() / 1e9 - billions) / billions < 0.02
     r = resolve_model(f"Qwen/{name.replace('qwen2.5-coder', 'Qwen2.5-Coder').upper()}-Instruct")
     assert r.rule == "lineage" and r.model_id == target and "Qwen2.5-Coder card" in r.note
+
+
+# Fine-tunes that published vLLM manifests serve (scripts/manifest_model_ids.py), resolved by
+# the lineage their model card or maker states.
+@pytest.mark.parametrize("name, target", [
+    ("Intel/neural-chat-7b-v3-3", "mistralai/Mistral-7B-v0.1"),
+    ("Intel/neural-chat-7b-v3-1", "mistralai/Mistral-7B-v0.1"),
+    ("haoranxu/ALMA-13B", "meta-llama/Llama-2-13b-hf"),
+    ("meta-llama/Meta-Llama-Guard-2-8B", "meta-llama/Meta-Llama-3-8B-Instruct"),
+    ("meta-llama/Llama-Guard-3-8B", "meta-llama/Llama-3.1-8B"),
+    ("allenai/Llama-3.1-Tulu-3-8B", "meta-llama/Llama-3.1-8B"),
+    ("arcee-ai/Llama-3.1-SuperNova-Lite", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("google/gemma-1.1-7b-it", "google/gemma-7b-it"),
+    ("google/gemma-1.1-2b-it", "google/gemma-2b-it"),
+    ("bigscience/bloom-560m", "bigscience/bloomz-560m"),
+    ("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3"),
+    ("moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.5"),
+    ("moonshotai/Kimi-K2.7-Code", "moonshotai/Kimi-K2.5"),
+    ("Qwen/Qwen3.8-27B", "Qwen/Qwen3.5-27B"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "Qwen/Qwen2.5-7B"),
+])
+def test_manifest_fine_tunes_resolve_by_their_stated_lineage(name, target):
+    r = resolve_model(name)
+    assert r.rule == "lineage" and r.model_id == target and r.note
+
+
+def test_qwen2_5_math_has_the_shapes_of_the_qwen2_5_it_is_initialised_from():
+    """The distill-qwen-7b lineage goes through Qwen2.5-Math-7B to Qwen2.5-7B: the catalog's
+    Qwen2.5-Math-1.5B has exactly Qwen2.5-1.5B's shapes."""
+    assert sig("Qwen/Qwen2.5-Math-1.5B") == sig("Qwen/Qwen2.5-1.5B")
+
+
+def test_bloom_560m_card_count_is_the_bloomz_560m_geometry():
+    g = ModelGeometry.from_hf_config(model_config("bigscience/bloomz-560m"))
+    assert g.parameter_count() == 559_214_592  # bloom-560m model card
+
+
+@pytest.mark.parametrize("target, kaito_gib", [
+    ("moonshotai/Kimi-K2.5", 554.32),  # Kimi-K2.6 and Kimi-K2.7-Code rows
+    ("deepseek-ai/DeepSeek-V3", 641.30),  # DeepSeek-V3-0324 row
+    ("Qwen/Qwen3.5-27B", 51.75),  # Qwen3.8-27B row
+])
+def test_kaito_catalog_sizes_match_the_lineage_targets_weight_bytes(target, kaito_gib):
+    """KAITO's catalog row (the safetensors' total, generated from the Hub) against the target's
+    weight bytes at its own format: within 3 %, the MTP layers the checkpoints also hold
+    (DeepSeek-V3: 1 layer of 61; Qwen3.5) and vLLM does not load by default aside."""
+    g = ModelGeometry.from_hf_config(model_config(target))
+    assert g.weight_bytes(2) / 2**30 == pytest.approx(kaito_gib, rel=0.03)

@@ -81,9 +81,20 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "Qwen/Qwen2.5-Math-1.5B",
         "DeepSeek-R1 model card: from Qwen2.5-Math-1.5B",
     ),
+    # Qwen2.5-Math-7B is not in the catalog; it is initialised from Qwen2.5-7B (Qwen2.5-Math
+    # technical report, arXiv 2409.12122, as summarised at emergentmind.com/topics/
+    # qwen2-5-math-1-5b-model: "Initialization is from the Qwen2.5-1.5B base"), and the
+    # catalog's Qwen2.5-Math-1.5B config has exactly Qwen2.5-1.5B's shapes
+    # (tests/estimator/test_names.py holds that equal).
     "deepseek-r1-distill-qwen-7b": (
-        "Qwen/Qwen2.5-Math-7B",
-        "DeepSeek-R1 model card: from Qwen2.5-Math-7B",
+        "Qwen/Qwen2.5-7B",
+        "DeepSeek-R1 model card: from Qwen2.5-Math-7B, which the Qwen2.5-Math report initialises "
+        "from Qwen2.5-7B (28 layers, 28 Q / 4 KV heads, 152064 vocabulary)",
+    ),
+    "qwen2.5-math-7b": (
+        "Qwen/Qwen2.5-7B",
+        "Qwen2.5-Math report: the Qwen2.5-Math base models are initialised from Qwen2.5 of their "
+        "size (Qwen2.5-Math-1.5B's config has Qwen2.5-1.5B's shapes)",
     ),
     "deepseek-r1-distill-qwen-14b": (
         "Qwen/Qwen2.5-14B",
@@ -117,7 +128,120 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "Qwen/Qwen2.5-32B",
         "Qwen2.5-Coder card: built on Qwen2.5; 32.5B, 64 layers, 40 Q / 8 KV heads",
     ),
+    # Fine-tunes that published vLLM manifests serve (scripts/manifest_model_ids.py counts them),
+    # each with the statement of its base. Keys are written as the Hub spells the name; lookup
+    # compares canonical tokens (variant words such as -chat / -it dropped, as for rule 6).
+    "neural-chat-7b-v3": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'Supervised Fine-Tuning and Direct Preference Optimization on Intel Gaudi2' "
+        "(medium.com/@NeuralCompressor, 2023-11-14): neural-chat-7b-v3 takes "
+        "mistralai/Mistral-7B-v0.1 as its base model",
+    ),
+    "neural-chat-7b-v3-1": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'The Evolution of Intel NeuralChat-7B' (medium.com/intel-analytics-software, "
+        "2023-12-19): v3-1 is fine-tuned from mistralai/Mistral-7B-v0.1",
+    ),
+    "neural-chat-7b-v3-2": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'The Evolution of Intel NeuralChat-7B': v3-2 continues v3-1 (fine-tuned from "
+        "mistralai/Mistral-7B-v0.1) on MetaMathQA",
+    ),
+    "neural-chat-7b-v3-3": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'The Evolution of Intel NeuralChat-7B': v3-3 differs from v3-2 (v3-1 continued; "
+        "v3-1 fine-tuned from mistralai/Mistral-7B-v0.1) only in its merged DPO LoRA modules",
+    ),
+    "alma-7b": (
+        "meta-llama/Llama-2-7b-hf",
+        "ALMA paper (Xu et al., arXiv 2309.11674): ALMA fine-tunes LLaMA-2 7B / 13B on "
+        "monolingual, then parallel data",
+    ),
+    "alma-13b": (
+        "meta-llama/Llama-2-13b-hf",
+        "ALMA paper (Xu et al., arXiv 2309.11674): ALMA fine-tunes LLaMA-2 7B / 13B on "
+        "monolingual, then parallel data",
+    ),
+    "meta-llama-guard-2-8b": (
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "Meta Llama Guard 2 model card: an 8B parameter Llama 3-based LLM safeguard model",
+    ),
+    "llama-guard-3-8b": (
+        "meta-llama/Llama-3.1-8B",
+        "Llama Guard 3 model card: a Llama-3.1-8B pretrained model, fine-tuned for content "
+        "safety classification (copied at ZHUI/paddlenlp_model_readme "
+        "meta-llama/Llama-Guard-3-8B/index.md@40a7101)",
+    ),
+    "llama-3.1-tulu-3-8b": (
+        "meta-llama/Llama-3.1-8B",
+        "Tulu 3 model card, 'Model Family': the 8B models' base model is meta-llama/Llama-3.1-8B",
+    ),
+    "llama-3.1-tulu-3.1-8b": (
+        "meta-llama/Llama-3.1-8B",
+        "Tulu 3.1 model card, 'Model Family': the 8B models' base model is meta-llama/Llama-3.1-8B",
+    ),
+    "llama-3.1-tulu-3-70b": (
+        "meta-llama/Llama-3.1-70B",
+        "Tulu 3 model card, 'Model Family': the 70B models' base model is meta-llama/Llama-3.1-70B",
+    ),
+    "llama-3.1-supernova-lite": (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "arcee-ai Llama-3.1-SuperNova-Lite: an 8B model fine-tuned on top of "
+        "meta-llama/Llama-3.1-8B-Instruct (as the README of "
+        "Joseph717171/Llama-3.1-SuperNova-8B-Lite_TIES_with_Base restates it)",
+    ),
+    "gemma-1.1-2b-it": (
+        "google/gemma-2b-it",
+        "Gemma 1.1 model card release notes: Gemma 1.1 2B (IT) is an update over the original "
+        "instruction-tuned Gemma release",
+    ),
+    "gemma-1.1-7b-it": (
+        "google/gemma-7b-it",
+        "Gemma 1.1 model card release notes: Gemma 1.1 7B (IT) is an update over the original "
+        "instruction-tuned Gemma release",
+    ),
+    "bloom-560m": (
+        "bigscience/bloomz-560m",
+        "bloom-560m model card (copied at ZHUI/paddlenlp_model_readme "
+        "bigscience/bloom-560m/index.md@40a7101): 559,214,592 parameters, 24 layers, 16 heads, "
+        "hidden 1024, the count bloomz-560m's config gives; BLOOMZ card: BLOOMZ finetunes the "
+        "BLOOM pretrained models on xP3",
+    ),
+    # KAITO's model catalog is generated from the Hub (kaito-project/kaito@056b8280b1a8 presets/
+    # workspace/models/model_catalog.yaml: architecture, hidden size, layers, Q / KV heads,
+    # context and the safetensors' total size). Where a model's row equals a catalog model's in
+    # every field, size included, the two share shapes and weight format; the size is checked
+    # against the catalog geometry's weight bytes in tests/estimator/test_names.py.
+    "deepseek-v3-0324": (
+        "deepseek-ai/DeepSeek-V3",
+        "KAITO model catalog (generated from the Hub): DeepseekV3ForCausalLM, hidden 7168, 61 "
+        "layers, 128 / 128 heads, 163840 tokens, 641.30Gi: the row of DeepSeek-R1-0528 "
+        "(DeepSeek-V3's shapes, FP8); an updated checkpoint of DeepSeek-V3",
+    ),
+    "kimi-k2.6": (
+        "moonshotai/Kimi-K2.5",
+        "KAITO model catalog (generated from the Hub): KimiK25ForConditionalGeneration, hidden "
+        "7168, 61 layers, 64 / 64 heads, 262144 tokens, 554.32Gi: Kimi-K2.5's row",
+    ),
+    "kimi-k2.7-code": (
+        "moonshotai/Kimi-K2.5",
+        "KAITO model catalog (generated from the Hub): KimiK25ForConditionalGeneration, hidden "
+        "7168, 61 layers, 64 / 64 heads, 262144 tokens, 554.32Gi: Kimi-K2.5's row",
+    ),
+    "qwen3.8-27b": (
+        "Qwen/Qwen3.5-27B",
+        "KAITO model catalog (generated from the Hub): Qwen3_5ForConditionalGeneration, hidden "
+        "5120, 64 layers, 24 / 4 heads, 262144 tokens, 51.75Gi: Qwen3.6-27B's row, whose config "
+        "(nvidia/Qwen3.6-27B-NVFP4) has Qwen3.5-27B's shapes",
+    ),
 }
+
+
+@lru_cache(maxsize=1)
+def _lineage_by_canon() -> dict[str, tuple[str, str]]:
+    """LINEAGE keyed by canonical tokens (what rule 7 compares), so a key may be written as the
+    Hub spells the name (`neural-chat-7b-v3-3`, `gemma-1.1-7b-it`, `Meta-Llama-Guard-2-8B`)."""
+    return {"-".join(_canonical(_tokens(k))): v for k, v in LINEAGE.items()}
 
 
 @dataclass(frozen=True)
@@ -386,7 +510,7 @@ def _resolve(name: str) -> ModelResolution:
         if got is not None:
             return got
     # 7. published lineage
-    lineage = LINEAGE.get("-".join(canon))
+    lineage = _lineage_by_canon().get("-".join(canon))
     if lineage is not None and catalog.exact_id(lineage[0]):
         target = catalog.exact_id(lineage[0])
         assert target is not None
