@@ -163,6 +163,9 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("moonshotai/Kimi-K2.7-Code", "moonshotai/Kimi-K2.5"),
     ("Qwen/Qwen3.8-27B", "Qwen/Qwen3.5-27B"),
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "Qwen/Qwen2.5-7B"),
+    ("microsoft/DialoGPT-medium", "openai-community/gpt2-medium"),
+    ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", "mistralai/Magistral-Small-2509"),
+    ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Magistral-Small-2509"),
 ])
 def test_manifest_fine_tunes_resolve_by_their_stated_lineage(name, target):
     r = resolve_model(name)
@@ -191,3 +194,8 @@ def test_kaito_catalog_sizes_match_the_lineage_targets_weight_bytes(target, kait
     (DeepSeek-V3: 1 layer of 61; Qwen3.5) and vLLM does not load by default aside."""
     g = ModelGeometry.from_hf_config(model_config(target))
     assert g.weight_bytes(2) / 2**30 == pytest.approx(kaito_gib, rel=0.03)
+
+
+def test_dialogpt_medium_has_gpt2_medium_shapes():
+    c = model_config("openai-community/gpt2-medium")  # DialoGPT configs/345M/config.json
+    assert (c["n_embd"], c["n_layer"], c["n_head"], c["vocab_size"]) == (1024, 24, 16, 50257)

@@ -207,6 +207,30 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "hidden 1024, the count bloomz-560m's config gives; BLOOMZ card: BLOOMZ finetunes the "
         "BLOOM pretrained models on xP3",
     ),
+    "dialogpt-medium": (
+        "openai-community/gpt2-medium",
+        "microsoft/DialoGPT README (@b1d93430fa3b): the DialoGPT 345M model is fine-tuned from "
+        "GPT-2, 'in accord with OpenAI GPT-2 model sizes'; its configs/345M/config.json gives "
+        "n_embd 1024, n_layer 24, n_head 16, vocab 50257, n_positions 1024 (GPT-2 medium's shapes)",
+    ),
+    # Mistral Small 3.1 and 3.2 share one architecture (the 3.2 card: 'a minor update of
+    # Mistral-Small-3.1-24B-Instruct-2503'); Magistral Small 1.2 is 'building upon Mistral Small
+    # 3.2 (2506)' with its vision encoder (Magistral-Small-2509 card): 24B text + Pixtral tower.
+    "mistral-small-3.1-24b-instruct-2503": (
+        "mistralai/Magistral-Small-2509",
+        "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included; "
+        "Mistral-Small-3.2 card: a minor update of Mistral-Small-3.1-24B-Instruct-2503",
+    ),
+    "mistral-small-3.1-24b-base-2503": (
+        "mistralai/Magistral-Small-2509",
+        "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included; "
+        "Mistral-Small-3.2 card: a minor update of Mistral-Small-3.1-24B-Instruct-2503, whose "
+        "base is Mistral-Small-3.1-24B-Base-2503",
+    ),
+    "mistral-small-3.2-24b-instruct-2506": (
+        "mistralai/Magistral-Small-2509",
+        "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included",
+    ),
     # KAITO's model catalog is generated from the Hub (kaito-project/kaito@056b8280b1a8 presets/
     # workspace/models/model_catalog.yaml: architecture, hidden size, layers, Q / KV heads,
     # context and the safetensors' total size). Where a model's row equals a catalog model's in
