@@ -164,6 +164,8 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("Qwen/Qwen3.8-27B", "Qwen/Qwen3.5-27B"),
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "Qwen/Qwen2.5-7B"),
     ("microsoft/DialoGPT-medium", "openai-community/gpt2-medium"),
+    ("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3"),
+    ("deepseek-ai/DeepSeek-V3.2-Speciale", "deepseek-ai/DeepSeek-V3.2"),
     ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", "mistralai/Magistral-Small-2509"),
     ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Magistral-Small-2509"),
 ])
@@ -199,3 +201,12 @@ def test_kaito_catalog_sizes_match_the_lineage_targets_weight_bytes(target, kait
 def test_dialogpt_medium_has_gpt2_medium_shapes():
     c = model_config("openai-community/gpt2-medium")  # DialoGPT configs/345M/config.json
     assert (c["n_embd"], c["n_layer"], c["n_head"], c["vocab_size"]) == (1024, 24, 16, 50257)
+
+
+def test_no_two_lineage_keys_share_a_canonical_name():
+    """Keys are compared as canonical tokens (variant words dropped): two keys that collapse to
+    one name would silently shadow each other."""
+    from vllm_sizer.estimator import names
+
+    canon = ["-".join(names._canonical(names._tokens(k))) for k in LINEAGE]
+    assert len(canon) == len(set(canon))

@@ -216,20 +216,28 @@ LINEAGE: dict[str, tuple[str, str]] = {
     # Mistral Small 3.1 and 3.2 share one architecture (the 3.2 card: 'a minor update of
     # Mistral-Small-3.1-24B-Instruct-2503'); Magistral Small 1.2 is 'building upon Mistral Small
     # 3.2 (2506)' with its vision encoder (Magistral-Small-2509 card): 24B text + Pixtral tower.
+    # The key also covers -Base-2503 (variant words are dropped when names are compared).
     "mistral-small-3.1-24b-instruct-2503": (
         "mistralai/Magistral-Small-2509",
         "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included; "
         "Mistral-Small-3.2 card: a minor update of Mistral-Small-3.1-24B-Instruct-2503",
     ),
-    "mistral-small-3.1-24b-base-2503": (
-        "mistralai/Magistral-Small-2509",
-        "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included; "
-        "Mistral-Small-3.2 card: a minor update of Mistral-Small-3.1-24B-Instruct-2503, whose "
-        "base is Mistral-Small-3.1-24B-Base-2503",
-    ),
     "mistral-small-3.2-24b-instruct-2506": (
         "mistralai/Magistral-Small-2509",
         "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included",
+    ),
+    "deepseek-v3.1": (
+        "deepseek-ai/DeepSeek-V3",
+        "DeepSeek-V3.1 model card: post-trained on DeepSeek-V3.1-Base, built upon the original V3 "
+        "base checkpoint by long-context extension (both 671B total), FP8 (UE8M0 scales); the "
+        "config of its NVFP4 copy (ai-dynamo/aiconfigurator nvidia--DeepSeek-V3.1-NVFP4_config.json) has "
+        "DeepSeek-V3's shapes",
+    ),
+    "deepseek-v3.2-speciale": (
+        "deepseek-ai/DeepSeek-V3.2",
+        "DeepSeek-V3.2 model card: V3.2-Speciale is the high-compute variant of the V3.2 family "
+        "(DeepseekV32ForCausalLM, 685.4B on disk, 642.1GB of safetensors: DeepSeek-V3.2's 642.14Gi "
+        "in KAITO's model catalog)",
     ),
     # KAITO's model catalog is generated from the Hub (kaito-project/kaito@056b8280b1a8 presets/
     # workspace/models/model_catalog.yaml: architecture, hidden size, layers, Q / KV heads,
