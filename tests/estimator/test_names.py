@@ -210,3 +210,21 @@ def test_no_two_lineage_keys_share_a_canonical_name():
 
     canon = ["-".join(names._canonical(names._tokens(k))) for k in LINEAGE]
     assert len(canon) == len(set(canon))
+
+
+@pytest.mark.parametrize("name, model_id", [
+    ("nvidia/Llama-3.3-Nemotron-Super-49B-v1", "nvidia/Llama-3_3-Nemotron-Super-49B-v1"),
+    ("nvidia/Llama-3.1-Nemotron-Ultra-253B-v1", "nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
+])
+def test_a_version_dot_written_as_an_underscore_is_the_same_name(name, model_id):
+    """OME's ClusterBaseModel writes hf://nvidia/Llama-3.3-Nemotron-Super-49B-v1; the Hub repo
+    (and the catalog) spell the version 3_3."""
+    r = resolve_model(name)
+    assert r.model_id == model_id and "underscore" in r.note
+
+
+def test_only_an_underscore_between_digits_is_read_as_a_dot():
+    from vllm_sizer.estimator import names
+
+    assert names._tokens("Llama-3_3-Nemotron") == ["llama", "3.3", "nemotron"]
+    assert names._tokens("my_model_v1") == ["my", "model", "v1"]

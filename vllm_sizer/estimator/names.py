@@ -14,8 +14,10 @@
    `-FP8-dynamic`, `-w8a8`, `-quantized.w4a16`, `-bnb-4bit`, `-NVFP4`, `-MXFP4`): the base
    name's geometry with the suffix's quantization (weight bytes change, shapes never do).
 6. variants that share shapes: `-Instruct` / `-it` / `-Chat` / `-hf` / `-Base` / `-pt`
-   added or removed, and Meta's `Meta-` prefix (`Meta-Llama-3.1-8B-Instruct` was renamed
-   `Llama-3.1-8B-Instruct`).
+   added or removed, Meta's `Meta-` prefix (`Meta-Llama-3.1-8B-Instruct` was renamed
+   `Llama-3.1-8B-Instruct`), and a version written with an underscore between digits, as
+   NVIDIA's and OpenBMB's Hub names do (`nvidia/Llama-3_3-Nemotron-Super-49B-v1`, written
+   `Llama-3.3-Nemotron-Super-49B-v1` in manifests; `MiniCPM-V-2_6`).
 7. lineage: distills and fine-tunes whose base model is published in their model card
    (`DeepSeek-R1-Distill-Llama-8B` → `meta-llama/Llama-3.1-8B`), from LINEAGE below.
 8. contained: a fine-tune whose name contains a catalog model's whole name with its size
@@ -294,8 +296,12 @@ class ModelResolution:
         return self.rule == "exact"
 
 
+_VERSION_UNDERSCORE = re.compile(r"(?<=\d)_(?=\d)")
+
+
 def _tokens(name: str) -> list[str]:
-    return [t for t in re.split(r"[-_\s]+", name.lower()) if t]
+    # "3_3" is how some Hub names write the version 3.3 (rule 6): one token either way
+    return [t for t in re.split(r"[-_\s]+", _VERSION_UNDERSCORE.sub(".", name.lower())) if t]
 
 
 def _split_quant(tokens: list[str]) -> tuple[list[str], list[str]]:
@@ -536,6 +542,8 @@ def _resolve(name: str) -> ModelResolution:
             if renamed
             else "instruct, base and chat variants share their shapes"
         )
+        if any(bool(_VERSION_UNDERSCORE.search(n)) for n in [leaf, *ids]):
+            why += "; a version's dot written as an underscore (3_3 for 3.3) in one of the names"
         got = done(
             ids, "variant", why + (f"; quantization suffix -{'-'.join(run)}" if run else ""), quant
         )
