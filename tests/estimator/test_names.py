@@ -165,6 +165,7 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "Qwen/Qwen2.5-7B"),
     ("microsoft/DialoGPT-medium", "openai-community/gpt2-medium"),
     ("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3"),
+    ("google/medgemma-4b-it", "google/gemma-3-4b-it"),
     ("deepseek-ai/DeepSeek-V3.2-Speciale", "deepseek-ai/DeepSeek-V3.2"),
     ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", "mistralai/Magistral-Small-2509"),
     ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Magistral-Small-2509"),
@@ -228,3 +229,8 @@ def test_only_an_underscore_between_digits_is_read_as_a_dot():
 
     assert names._tokens("Llama-3_3-Nemotron") == ["llama", "3.3", "nemotron"]
     assert names._tokens("my_model_v1") == ["my", "model", "v1"]
+
+
+def test_medgemma_4b_card_count_is_the_gemma_3_4b_geometry():
+    g = ModelGeometry.from_hf_config(model_config("google/gemma-3-4b-it"))
+    assert abs(g.parameter_count() / 1e9 - 4.3) < 0.05  # MedGemma 4B card: 4.3B

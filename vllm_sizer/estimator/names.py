@@ -241,6 +241,11 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "(DeepseekV32ForCausalLM, 685.4B on disk, 642.1GB of safetensors: DeepSeek-V3.2's 642.14Gi "
         "in KAITO's model catalog)",
     ),
+    "medgemma-4b-it": (
+        "google/gemma-3-4b-it",
+        "MedGemma model card: 'a collection of Gemma 3 variants'; MedGemma 4B (4.3B parameters, "
+        "SigLIP image encoder) is the Gemma 3 4B multimodal model, the count gemma-3-4b-it gives",
+    ),
     # KAITO's model catalog is generated from the Hub (kaito-project/kaito@056b8280b1a8 presets/
     # workspace/models/model_catalog.yaml: architecture, hidden size, layers, Q / KV heads,
     # context and the safetensors' total size). Where a model's row equals a catalog model's in
