@@ -162,6 +162,7 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.5"),
     ("moonshotai/Kimi-K2.7-Code", "moonshotai/Kimi-K2.5"),
     ("Qwen/Qwen3.8-27B", "Qwen/Qwen3.5-27B"),
+    ("nvidia/Nemotron-Cascade-2-30B-A3B", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "Qwen/Qwen2.5-7B"),
     ("microsoft/DialoGPT-medium", "openai-community/gpt2-medium"),
     ("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3"),
@@ -190,6 +191,7 @@ def test_bloom_560m_card_count_is_the_bloomz_560m_geometry():
     ("moonshotai/Kimi-K2.5", 554.32),  # Kimi-K2.6 and Kimi-K2.7-Code rows
     ("deepseek-ai/DeepSeek-V3", 641.30),  # DeepSeek-V3-0324 row
     ("Qwen/Qwen3.5-27B", 51.75),  # Qwen3.8-27B row
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 58.82),  # Nemotron-Cascade-2-30B-A3B row
 ])
 def test_kaito_catalog_sizes_match_the_lineage_targets_weight_bytes(target, kaito_gib):
     """KAITO's catalog row (the safetensors' total, generated from the Hub) against the target's

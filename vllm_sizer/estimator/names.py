@@ -267,6 +267,11 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "KAITO model catalog (generated from the Hub): KimiK25ForConditionalGeneration, hidden "
         "7168, 61 layers, 64 / 64 heads, 262144 tokens, 554.32Gi: Kimi-K2.5's row",
     ),
+    "nemotron-cascade-2-30b-a3b": (
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "KAITO model catalog (generated from the Hub): NemotronHForCausalLM, hidden 2688, 52 "
+        "layers, 32 / 2 heads, 262144 tokens, 58.82Gi: NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's row",
+    ),
     "qwen3.8-27b": (
         "Qwen/Qwen3.5-27B",
         "KAITO model catalog (generated from the Hub): Qwen3_5ForConditionalGeneration, hidden "
