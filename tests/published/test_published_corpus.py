@@ -25,9 +25,10 @@ SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 # Measured on 2026-12-02: 282 servers in 279 files (276 before the 6 LWS Ray workers were
 # read as multi-node worker nodes, issue 15; the corpus grew from 99 servers: floors are
 # re-measured when files are added). Raise a floor when a merge raises the fraction; never lower
-# one for the same files.
+# one for the same files. sized 0.911 -> 0.921 (catalog-7: 260 of 282 sized; the servers of
+# mistralai/Mistral-Small-3.1-24B-Instruct-2503 and google/gemma-4-E2B-it now resolve).
 FLOOR_DATE = "2026-12-02"
-FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.911}
+FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.921}
 
 # XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).
