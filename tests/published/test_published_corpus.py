@@ -29,9 +29,10 @@ SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 # model their manifest does not name (a placeholder, two PVCs), as their heads already did:
 # "sized_known_model" guards what vllm-sizer can size, and it rose). The corpus grew from 99
 # servers: floors are re-measured when files or servers are added. Raise a floor when a merge
-# raises the fraction; never lower one for the same servers.
+# raises the fraction; never lower one for the same servers. With catalog-7 (Mistral-Small-3.1,
+# gemma-4-E2B and 25 more names resolved): sized 266 of 291 = 0.914, 0.979 where named.
 FLOOR_DATE = "2026-12-02"
-FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.903, "sized_known_model": 0.970}
+FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.914, "sized_known_model": 0.978}
 
 # XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).

@@ -14,8 +14,10 @@
    `-FP8-dynamic`, `-w8a8`, `-quantized.w4a16`, `-bnb-4bit`, `-NVFP4`, `-MXFP4`): the base
    name's geometry with the suffix's quantization (weight bytes change, shapes never do).
 6. variants that share shapes: `-Instruct` / `-it` / `-Chat` / `-hf` / `-Base` / `-pt`
-   added or removed, and Meta's `Meta-` prefix (`Meta-Llama-3.1-8B-Instruct` was renamed
-   `Llama-3.1-8B-Instruct`).
+   added or removed, Meta's `Meta-` prefix (`Meta-Llama-3.1-8B-Instruct` was renamed
+   `Llama-3.1-8B-Instruct`), and a version written with an underscore between digits, as
+   NVIDIA's and OpenBMB's Hub names do (`nvidia/Llama-3_3-Nemotron-Super-49B-v1`, written
+   `Llama-3.3-Nemotron-Super-49B-v1` in manifests; `MiniCPM-V-2_6`).
 7. lineage: distills and fine-tunes whose base model is published in their model card
    (`DeepSeek-R1-Distill-Llama-8B` → `meta-llama/Llama-3.1-8B`), from LINEAGE below.
 8. contained: a fine-tune whose name contains a catalog model's whole name with its size
@@ -81,9 +83,20 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "Qwen/Qwen2.5-Math-1.5B",
         "DeepSeek-R1 model card: from Qwen2.5-Math-1.5B",
     ),
+    # Qwen2.5-Math-7B is not in the catalog; it is initialised from Qwen2.5-7B (Qwen2.5-Math
+    # technical report, arXiv 2409.12122, as summarised at emergentmind.com/topics/
+    # qwen2-5-math-1-5b-model: "Initialization is from the Qwen2.5-1.5B base"), and the
+    # catalog's Qwen2.5-Math-1.5B config has exactly Qwen2.5-1.5B's shapes
+    # (tests/estimator/test_names.py holds that equal).
     "deepseek-r1-distill-qwen-7b": (
-        "Qwen/Qwen2.5-Math-7B",
-        "DeepSeek-R1 model card: from Qwen2.5-Math-7B",
+        "Qwen/Qwen2.5-7B",
+        "DeepSeek-R1 model card: from Qwen2.5-Math-7B, which the Qwen2.5-Math report initialises "
+        "from Qwen2.5-7B (28 layers, 28 Q / 4 KV heads, 152064 vocabulary)",
+    ),
+    "qwen2.5-math-7b": (
+        "Qwen/Qwen2.5-7B",
+        "Qwen2.5-Math report: the Qwen2.5-Math base models are initialised from Qwen2.5 of their "
+        "size (Qwen2.5-Math-1.5B's config has Qwen2.5-1.5B's shapes)",
     ),
     "deepseek-r1-distill-qwen-14b": (
         "Qwen/Qwen2.5-14B",
@@ -117,7 +130,162 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "Qwen/Qwen2.5-32B",
         "Qwen2.5-Coder card: built on Qwen2.5; 32.5B, 64 layers, 40 Q / 8 KV heads",
     ),
+    # Fine-tunes that published vLLM manifests serve (scripts/manifest_model_ids.py counts them),
+    # each with the statement of its base. Keys are written as the Hub spells the name; lookup
+    # compares canonical tokens (variant words such as -chat / -it dropped, as for rule 6).
+    "neural-chat-7b-v3": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'Supervised Fine-Tuning and Direct Preference Optimization on Intel Gaudi2' "
+        "(medium.com/@NeuralCompressor, 2023-11-14): neural-chat-7b-v3 takes "
+        "mistralai/Mistral-7B-v0.1 as its base model",
+    ),
+    "neural-chat-7b-v3-1": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'The Evolution of Intel NeuralChat-7B' (medium.com/intel-analytics-software, "
+        "2023-12-19): v3-1 is fine-tuned from mistralai/Mistral-7B-v0.1",
+    ),
+    "neural-chat-7b-v3-2": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'The Evolution of Intel NeuralChat-7B': v3-2 continues v3-1 (fine-tuned from "
+        "mistralai/Mistral-7B-v0.1) on MetaMathQA",
+    ),
+    "neural-chat-7b-v3-3": (
+        "mistralai/Mistral-7B-v0.1",
+        "Intel, 'The Evolution of Intel NeuralChat-7B': v3-3 differs from v3-2 (v3-1 continued; "
+        "v3-1 fine-tuned from mistralai/Mistral-7B-v0.1) only in its merged DPO LoRA modules",
+    ),
+    "alma-7b": (
+        "meta-llama/Llama-2-7b-hf",
+        "ALMA paper (Xu et al., arXiv 2309.11674): ALMA fine-tunes LLaMA-2 7B / 13B on "
+        "monolingual, then parallel data",
+    ),
+    "alma-13b": (
+        "meta-llama/Llama-2-13b-hf",
+        "ALMA paper (Xu et al., arXiv 2309.11674): ALMA fine-tunes LLaMA-2 7B / 13B on "
+        "monolingual, then parallel data",
+    ),
+    "meta-llama-guard-2-8b": (
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "Meta Llama Guard 2 model card: an 8B parameter Llama 3-based LLM safeguard model",
+    ),
+    "llama-guard-3-8b": (
+        "meta-llama/Llama-3.1-8B",
+        "Llama Guard 3 model card: a Llama-3.1-8B pretrained model, fine-tuned for content "
+        "safety classification (copied at ZHUI/paddlenlp_model_readme "
+        "meta-llama/Llama-Guard-3-8B/index.md@40a7101)",
+    ),
+    "llama-3.1-tulu-3-8b": (
+        "meta-llama/Llama-3.1-8B",
+        "Tulu 3 model card, 'Model Family': the 8B models' base model is meta-llama/Llama-3.1-8B",
+    ),
+    "llama-3.1-tulu-3.1-8b": (
+        "meta-llama/Llama-3.1-8B",
+        "Tulu 3.1 model card, 'Model Family': the 8B models' base model is meta-llama/Llama-3.1-8B",
+    ),
+    "llama-3.1-tulu-3-70b": (
+        "meta-llama/Llama-3.1-70B",
+        "Tulu 3 model card, 'Model Family': the 70B models' base model is meta-llama/Llama-3.1-70B",
+    ),
+    "llama-3.1-supernova-lite": (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "arcee-ai Llama-3.1-SuperNova-Lite: an 8B model fine-tuned on top of "
+        "meta-llama/Llama-3.1-8B-Instruct (as the README of "
+        "Joseph717171/Llama-3.1-SuperNova-8B-Lite_TIES_with_Base restates it)",
+    ),
+    "gemma-1.1-2b-it": (
+        "google/gemma-2b-it",
+        "Gemma 1.1 model card release notes: Gemma 1.1 2B (IT) is an update over the original "
+        "instruction-tuned Gemma release",
+    ),
+    "gemma-1.1-7b-it": (
+        "google/gemma-7b-it",
+        "Gemma 1.1 model card release notes: Gemma 1.1 7B (IT) is an update over the original "
+        "instruction-tuned Gemma release",
+    ),
+    "bloom-560m": (
+        "bigscience/bloomz-560m",
+        "bloom-560m model card (copied at ZHUI/paddlenlp_model_readme "
+        "bigscience/bloom-560m/index.md@40a7101): 559,214,592 parameters, 24 layers, 16 heads, "
+        "hidden 1024, the count bloomz-560m's config gives; BLOOMZ card: BLOOMZ finetunes the "
+        "BLOOM pretrained models on xP3",
+    ),
+    "dialogpt-medium": (
+        "openai-community/gpt2-medium",
+        "microsoft/DialoGPT README (@b1d93430fa3b): the DialoGPT 345M model is fine-tuned from "
+        "GPT-2, 'in accord with OpenAI GPT-2 model sizes'; its configs/345M/config.json gives "
+        "n_embd 1024, n_layer 24, n_head 16, vocab 50257, n_positions 1024 (GPT-2 medium's shapes)",
+    ),
+    # Mistral Small 3.1 and 3.2 share one architecture (the 3.2 card: 'a minor update of
+    # Mistral-Small-3.1-24B-Instruct-2503'); Magistral Small 1.2 is 'building upon Mistral Small
+    # 3.2 (2506)' with its vision encoder (Magistral-Small-2509 card): 24B text + Pixtral tower.
+    # The key also covers -Base-2503 (variant words are dropped when names are compared).
+    "mistral-small-3.1-24b-instruct-2503": (
+        "mistralai/Magistral-Small-2509",
+        "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included; "
+        "Mistral-Small-3.2 card: a minor update of Mistral-Small-3.1-24B-Instruct-2503",
+    ),
+    "mistral-small-3.2-24b-instruct-2506": (
+        "mistralai/Magistral-Small-2509",
+        "Magistral-Small-2509 card: built upon Mistral Small 3.2 (2506), vision encoder included",
+    ),
+    "deepseek-v3.1": (
+        "deepseek-ai/DeepSeek-V3",
+        "DeepSeek-V3.1 model card: post-trained on DeepSeek-V3.1-Base, built upon the original V3 "
+        "base checkpoint by long-context extension (both 671B total), FP8 (UE8M0 scales); the "
+        "config of its NVFP4 copy (ai-dynamo/aiconfigurator nvidia--DeepSeek-V3.1-NVFP4_config.json) has "
+        "DeepSeek-V3's shapes",
+    ),
+    "deepseek-v3.2-speciale": (
+        "deepseek-ai/DeepSeek-V3.2",
+        "DeepSeek-V3.2 model card: V3.2-Speciale is the high-compute variant of the V3.2 family "
+        "(DeepseekV32ForCausalLM, 685.4B on disk, 642.1GB of safetensors: DeepSeek-V3.2's 642.14Gi "
+        "in KAITO's model catalog)",
+    ),
+    "medgemma-4b-it": (
+        "google/gemma-3-4b-it",
+        "MedGemma model card: 'a collection of Gemma 3 variants'; MedGemma 4B (4.3B parameters, "
+        "SigLIP image encoder) is the Gemma 3 4B multimodal model, the count gemma-3-4b-it gives",
+    ),
+    # KAITO's model catalog is generated from the Hub (kaito-project/kaito@056b8280b1a8 presets/
+    # workspace/models/model_catalog.yaml: architecture, hidden size, layers, Q / KV heads,
+    # context and the safetensors' total size). Where a model's row equals a catalog model's in
+    # every field, size included, the two share shapes and weight format; the size is checked
+    # against the catalog geometry's weight bytes in tests/estimator/test_names.py.
+    "deepseek-v3-0324": (
+        "deepseek-ai/DeepSeek-V3",
+        "KAITO model catalog (generated from the Hub): DeepseekV3ForCausalLM, hidden 7168, 61 "
+        "layers, 128 / 128 heads, 163840 tokens, 641.30Gi: the row of DeepSeek-R1-0528 "
+        "(DeepSeek-V3's shapes, FP8); an updated checkpoint of DeepSeek-V3",
+    ),
+    "kimi-k2.6": (
+        "moonshotai/Kimi-K2.5",
+        "KAITO model catalog (generated from the Hub): KimiK25ForConditionalGeneration, hidden "
+        "7168, 61 layers, 64 / 64 heads, 262144 tokens, 554.32Gi: Kimi-K2.5's row",
+    ),
+    "kimi-k2.7-code": (
+        "moonshotai/Kimi-K2.5",
+        "KAITO model catalog (generated from the Hub): KimiK25ForConditionalGeneration, hidden "
+        "7168, 61 layers, 64 / 64 heads, 262144 tokens, 554.32Gi: Kimi-K2.5's row",
+    ),
+    "nemotron-cascade-2-30b-a3b": (
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "KAITO model catalog (generated from the Hub): NemotronHForCausalLM, hidden 2688, 52 "
+        "layers, 32 / 2 heads, 262144 tokens, 58.82Gi: NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's row",
+    ),
+    "qwen3.8-27b": (
+        "Qwen/Qwen3.5-27B",
+        "KAITO model catalog (generated from the Hub): Qwen3_5ForConditionalGeneration, hidden "
+        "5120, 64 layers, 24 / 4 heads, 262144 tokens, 51.75Gi: Qwen3.6-27B's row, whose config "
+        "(nvidia/Qwen3.6-27B-NVFP4) has Qwen3.5-27B's shapes",
+    ),
 }
+
+
+@lru_cache(maxsize=1)
+def _lineage_by_canon() -> dict[str, tuple[str, str]]:
+    """LINEAGE keyed by canonical tokens (what rule 7 compares), so a key may be written as the
+    Hub spells the name (`neural-chat-7b-v3-3`, `gemma-1.1-7b-it`, `Meta-Llama-Guard-2-8B`)."""
+    return {"-".join(_canonical(_tokens(k))): v for k, v in LINEAGE.items()}
 
 
 @dataclass(frozen=True)
@@ -138,8 +306,12 @@ class ModelResolution:
         return self.rule == "exact"
 
 
+_VERSION_UNDERSCORE = re.compile(r"(?<=\d)_(?=\d)")
+
+
 def _tokens(name: str) -> list[str]:
-    return [t for t in re.split(r"[-_\s]+", name.lower()) if t]
+    # "3_3" is how some Hub names write the version 3.3 (rule 6): one token either way
+    return [t for t in re.split(r"[-_\s]+", _VERSION_UNDERSCORE.sub(".", name.lower())) if t]
 
 
 def _split_quant(tokens: list[str]) -> tuple[list[str], list[str]]:
@@ -380,13 +552,15 @@ def _resolve(name: str) -> ModelResolution:
             if renamed
             else "instruct, base and chat variants share their shapes"
         )
+        if any(bool(_VERSION_UNDERSCORE.search(n)) for n in [leaf, *ids]):
+            why += "; a version's dot written as an underscore (3_3 for 3.3) in one of the names"
         got = done(
             ids, "variant", why + (f"; quantization suffix -{'-'.join(run)}" if run else ""), quant
         )
         if got is not None:
             return got
     # 7. published lineage
-    lineage = LINEAGE.get("-".join(canon))
+    lineage = _lineage_by_canon().get("-".join(canon))
     if lineage is not None and catalog.exact_id(lineage[0]):
         target = catalog.exact_id(lineage[0])
         assert target is not None
