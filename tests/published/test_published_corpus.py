@@ -35,6 +35,8 @@ FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.911}
 XFAIL_SERVERS: dict[str, str] = {
     'ai-on-eks/lws-llama3-405b-trn1.yaml::LeaderWorkerSet/llama3-405b-lws/vllm-leader':
         "args only, and the image's ENTRYPOINT is not known: not found (LeaderWorkerSet llama3-405b-lws container vllm-leader)",
+    'ai-on-gke/serving-llama2-70b-l4-deployment.yaml::Deployment/llm/vllm':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment llm container vllm)",
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one

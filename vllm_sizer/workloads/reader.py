@@ -104,6 +104,18 @@ NOT_ENGINE_IMAGE_TOKENS = frozenset(
 )
 # A documentation placeholder left in a manifest: <model-path>, <YOUR_S3_BUCKET>
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w.-]*>")
+# A value the author fills in before applying: ${VAR} / $VAR (envsubst), $(VAR) the kubelet
+# could not expand, {{ .Values.x }} (a template), <your-value>
+_FILL_IN = re.compile(r"\$\{?[A-Za-z_]|\$\([A-Za-z_]|\{\{|<[A-Za-z][\w .-]*>")
+# An image that is only a fill-in: ${VLLM_IMAGE}, $IMAGE, <CONTAINER_IMAGE>, {{ .Values.image }},
+# or an upper-case word (image references are lower case, so V_IMAGE_URL names no image)
+_FILL_IN_IMAGE = re.compile(
+    r"\$\{?[A-Za-z_]\w*\}?|<[^<>]+>|\{\{.*\}\}|\$\([A-Za-z_]\w*\)|[A-Z][A-Z0-9_]*"
+)
+
+
+def _is_fill_in_image(image: str) -> bool:
+    return _FILL_IN_IMAGE.fullmatch(image.strip()) is not None
 RELEVANT_ENV = (
     "VLLM_CPU_KVCACHE_SPACE",
     "VLLM_TARGET_DEVICE",
@@ -869,6 +881,22 @@ def _asks_for_help(flags: list[str]) -> bool:
     return False
 
 
+def _fill_in_image_of_vllm(image: str, container: dict[str, Any], info: _ObjectInfo) -> bool:
+    """An image the author fills in (V_IMAGE_URL, ${IMAGE}, <CONTAINER_IMAGE>) says nothing,
+    so the name of the container or of the workload stands in for it: one that says vLLM, and
+    no router, proxy or simulator (the args must still be a vLLM server's and nothing else)."""
+    if not _is_fill_in_image(image):
+        return False
+    names = [str(container.get("name") or "").lower(), info.name.lower()]
+    if not any("vllm" in n for n in names):
+        return False
+    return not any(
+        any(word in n for word in NOT_ENGINE_IMAGE_WORDS)
+        or NOT_ENGINE_IMAGE_TOKENS & set(re.split(r"[^a-z0-9]+", n))
+        for n in names
+    )
+
+
 def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     """The vLLM entry point args-only fit, when they are a vLLM server's arguments and nothing
     else: they parse with vLLM's own parser (the image tag's version, else the newest) without
@@ -884,7 +912,12 @@ def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     parsed = parse_vllm_args(args, version=version, positional_model=positional, strict=True)
     if not parsed.model or parsed.unknown_flags:
         return None
-    if any(d.severity == "error" for d in parsed.diagnostics):
+    # a value the author fills in (`--tensor-parallel-size ${GPU_COUNT}`) is no parse error of
+    # the flags: the flag is still vLLM's, its value unknown (said by the read itself)
+    if any(
+        d.severity == "error" and not (d.raw is not None and _FILL_IN.search(d.raw))
+        for d in parsed.diagnostics
+    ):
         return None
     return ["vllm", "serve"] if positional else ["python3", "-m", API_SERVER_MODULE]
 
@@ -1379,7 +1412,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             argv = args
         elif (
             image
-            and "vllm" in image.lower()
+            and ("vllm" in image.lower() or _fill_in_image_of_vllm(image, c, info))
             and args
             and (args[0].startswith("-") or _as_vllm_server(args, image))
         ):
@@ -1390,13 +1423,19 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             served = _as_vllm_server(args, image) if row is None else None
             if served:
                 argv = [*served, *args]
+                which = (
+                    f"image {image} is a placeholder to fill in (the container or workload "
+                    "name says vLLM)"
+                    if _is_fill_in_image(image)
+                    else f"image {image}: its ENTRYPOINT is unknown to vllm-sizer"
+                )
                 diags.append(
                     Diagnostic(
                         "warning",
-                        f"image {image}: only args are given and its ENTRYPOINT is unknown to "
-                        "vllm-sizer; they are a vLLM server's model and flags and nothing else, "
-                        f"so the ENTRYPOINT is assumed to be `{' '.join(served)}` (give the "
-                        "command, e.g. command: [vllm, serve], to be sure)",
+                        f"{which}; only args are given, and they are a vLLM server's model and "
+                        "flags and nothing else, so the ENTRYPOINT is assumed to be "
+                        f"`{' '.join(served)}` (give the command, e.g. command: [vllm, serve], "
+                        "to be sure)",
                     )
                 )
             else:
