@@ -73,3 +73,41 @@ def test_placeholder_image_without_a_vllm_name_or_with_other_flags_is_not_read()
     # a router container named like the stack, whose args would parse
     c = {"name": "vllm-router", "image": "${IMAGE}", "args": ["--model", "x/y"]}
     assert read_workloads(_deployment(c, "vllm-stack")) == []
+
+
+# ---- `--max-model-len auto` / -1 --------------------------------------------------------------
+# vLLM 0.14+ takes `auto` or -1 (argparse_utils human_readable_int_or_auto; ModelConfig
+# max_model_len ge=-1): the length derived from the model's config, then fitted to memory.
+# Published as vLLM's own tip for long-context models; before 0.14 it is a startup error.
+
+
+def test_max_model_len_auto_is_the_derived_length_from_0_14():
+    from vllm_sizer.workloads.vllm_args import parse_vllm_args
+    from vllm_sizer.estimator.versions import VllmVersion
+
+    for spelling in (["--max-model-len", "auto"], ["--max-model-len=auto"],
+                     ["--max-model-len", "-1"], ["--max_model_len", "AUTO"]):
+        p = parse_vllm_args(["Qwen/Qwen3-0.6B", *spelling], version=VllmVersion.parse("0.15.0"),
+                            strict=True)
+        assert "max_model_len" not in p.values
+        assert not [d for d in p.diagnostics if d.severity == "error"], spelling
+        assert any("fits" in d.message for d in p.diagnostics)
+    old = parse_vllm_args(["Qwen/Qwen3-0.6B", "--max-model-len", "auto"],
+                          version=VllmVersion.parse("0.11.0"), strict=True)
+    assert [d for d in old.diagnostics if d.severity == "error"]
+
+
+def test_args_only_custom_vllm_image_with_max_model_len_auto_is_found():
+    c = {"name": "vllm", "image": "myorg/vllm-custom:1.0",
+         "args": ["--model", "Qwen/Qwen3-0.6B", "--max-model-len", "auto"]}
+    (w,) = read_workloads(_deployment(c))
+    assert w.settings is not None and w.settings.max_model_len is None
+
+
+def test_max_model_len_auto_in_a_config_file():
+    from vllm_sizer.workloads.vllm_args import parse_vllm_args
+
+    p = parse_vllm_args(["Qwen/Qwen3-0.6B", "--config", "/c.yaml"],
+                        config_loader=lambda _: {"max-model-len": "auto", "max-num-seqs": 8})
+    assert "max_model_len" not in p.values and p.values["max_num_seqs"] == 8
+    assert not [d for d in p.diagnostics if d.severity == "error"]

@@ -12,6 +12,7 @@ Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py; ../shared
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -526,7 +527,7 @@ def parse_vllm_args(
                         )
                     )
                 else:
-                    _apply_config_file(out, loaded)
+                    _apply_config_file(out, loaded, version)
             continue
         flag = m.option
         kind = "v" if dot else m.kind  # `--json-arg.key value`: one value
@@ -600,6 +601,10 @@ def parse_vllm_args(
         if not values:
             continue
         raw = values[0]
+        auto = _auto_model_len(raw, flag, version) if target == "max_model_len" else None
+        if auto is not None:
+            out.diagnostics.append(auto)
+            continue
         try:
             value = _convert(conv, raw, target)
         except ValueError as exc:
@@ -861,6 +866,33 @@ COUNT_MAX: dict[str, int] = {
 }
 
 
+# `--max-model-len auto` / -1: from vLLM 0.14 the length derived from the model's config, then
+# fitted to the memory left after the weights (0.14.0:vllm/config/model.py:175 `ge=-1`;
+# 0.33.0:vllm/utils/argparse_utils.py:77-95 `if value == "-1" or value.lower() == "auto"`);
+# a validation error before (0.13.0:model.py:167 `gt=0`).
+AUTO_MODEL_LEN_FROM = (0, 14)
+
+
+def _auto_model_len(raw: str, flag: str, version: VllmVersion | None) -> Diagnostic | None:
+    """The diagnostic for `auto` / -1 as max_model_len (None: not that spelling)."""
+    if raw.strip().lower() not in ("auto", "-1"):
+        return None
+    if version is not None and not version.at_least(*AUTO_MODEL_LEN_FROM):
+        return Diagnostic(
+            "error",
+            f"`auto` / -1 is accepted from vLLM 0.14; vLLM {version} rejects it at startup",
+            flag,
+            raw,
+        )
+    return Diagnostic(
+        "info",
+        "auto: vLLM derives the length from the model's config and fits it to the memory left "
+        "after the weights (0.14+); sized at the derived length, an upper bound",
+        flag,
+        raw,
+    )
+
+
 def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
     if kind == "tokens":
         return parse_token_count(raw)
@@ -884,7 +916,9 @@ def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
     return raw
 
 
-def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
+def _apply_config_file(
+    out: ParsedVllm, loaded: dict[str, Any], version: VllmVersion | None = None
+) -> None:
     """A `--config` YAML: keys like CLI flags (without dashes); the command line wins."""
     for k, v in loaded.items():
         key = str(k).replace("_", "-")
@@ -900,6 +934,10 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
                     out.kv_transfer_json = obj
             continue
         if target in out.values:
+            continue
+        auto = _auto_model_len(str(v), "--" + key, version) if target == "max_model_len" else None
+        if auto is not None:
+            out.diagnostics.append(dataclasses.replace(auto, message=auto.message + " (in --config)"))
             continue
         value: Any
         try:
