@@ -111,3 +111,40 @@ def test_max_model_len_auto_in_a_config_file():
                         config_loader=lambda _: {"max-model-len": "auto", "max-num-seqs": 8})
     assert "max_model_len" not in p.values and p.values["max_num_seqs"] == 8
     assert not [d for d in p.diagnostics if d.severity == "error"]
+
+
+# ---- `python -c CODE` in vLLM's image that visibly starts no engine -----------------------------
+# community/tgmorton-job-cache-warmup-llama-70b.yaml: a Job in vllm/vllm-openai whose command is
+# `python3 -c "from huggingface_hub import snapshot_download ..."`: the code is in the manifest,
+# imports no vLLM and starts no process that could, so the container is no server (no Workload,
+# no `cannot size` warning on every apply).
+
+_DOWNLOAD = """from huggingface_hub import snapshot_download
+import os
+snapshot_download(repo_id="meta-llama/Llama-3.1-70B-Instruct", cache_dir="/models/.cache")
+os.system("du -sh /models/.cache 2>/dev/null || echo 'Cache populated'")
+"""
+
+
+def _job(command: list[str]) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "warmup"},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "fetcher", "image": "vllm/vllm-openai:latest", "command": command}]}}}}
+
+
+def test_python_c_code_that_starts_no_engine_is_no_server():
+    assert read_workloads(_job(["python3", "-c", _DOWNLOAD])) == []
+    assert read_workloads(_job(["sh", "-c", f"python -c '{_DOWNLOAD.splitlines()[0]}'"])) == []
+
+
+def test_python_c_code_that_may_start_vllm_keeps_its_warning():
+    for code in (
+        "from vllm import LLM\nLLM('Qwen/Qwen3-0.6B')",  # the engine itself
+        "import vllm.entrypoints.cli.main as m; m.main()",
+        "import subprocess; subprocess.run(['bash', '/start.sh'])",  # a script out of sight
+        "import os; os.system(os.environ['CMD'])",  # a command that is not visible
+        "exec(open('/app/serve.py').read())",
+        "this is not python(",  # unparsable: unknown
+    ):
+        ws = read_workloads(_job(["python3", "-c", code]))
+        assert len(ws) == 1 and ws[0].settings is None, code

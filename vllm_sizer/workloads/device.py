@@ -73,8 +73,12 @@ def _asks_for(raw: Any, key: str, diags: list[Diagnostic]) -> tuple[bool, int]:
     """(whether the resource is requested, how many when the count is known: else 0)."""
     if isinstance(raw, str) and _FILL_IN_COUNT.search(raw):
         diags.append(
-            Diagnostic("warning", "a placeholder: the device is requested, how many is unknown",
-                       key, raw[:40])
+            Diagnostic(
+                "warning",
+                "a placeholder: the device is requested, how many is unknown",
+                key,
+                raw[:40],
+            )
         )
         return True, 0
     n = _count(raw, key, diags)

@@ -40,7 +40,7 @@ from typing import Any
 from ..estimator import catalog
 from ..estimator.names import hub_cache_id, resolve_model
 from ..estimator.versions import VllmVersion
-from . import images, kinds, limits, platforms, vllm_flags
+from . import images, kinds, limits, platforms, pyapp, vllm_flags
 from .api_names import (
     ANNOTATION_MODEL_CONFIG,
     ANNOTATION_SKIP,
@@ -116,6 +116,8 @@ _FILL_IN_IMAGE = re.compile(
 
 def _is_fill_in_image(image: str) -> bool:
     return _FILL_IN_IMAGE.fullmatch(image.strip()) is not None
+
+
 RELEVANT_ENV = (
     "VLLM_CPU_KVCACHE_SPACE",
     "VLLM_TARGET_DEVICE",
@@ -813,6 +815,10 @@ def _starts_no_server(
     ):
         rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
         return bool(rest) and rest[0] == "worker"
+    if re.fullmatch(r"python[0-9.]*", prog) and len(head) > 2 and head[1] == "-c":
+        # `python -c CODE`: the code is in the manifest (a download, a check): no server when
+        # it names no vLLM and starts nothing it does not show
+        return pyapp.starts_no_engine(head[2])
     files = _as_files(files)
     sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
     if sh is not None:

@@ -937,7 +937,9 @@ def _apply_config_file(
             continue
         auto = _auto_model_len(str(v), "--" + key, version) if target == "max_model_len" else None
         if auto is not None:
-            out.diagnostics.append(dataclasses.replace(auto, message=auto.message + " (in --config)"))
+            out.diagnostics.append(
+                dataclasses.replace(auto, message=auto.message + " (in --config)")
+            )
             continue
         value: Any
         try:
