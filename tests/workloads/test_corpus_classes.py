@@ -148,3 +148,37 @@ def test_python_c_code_that_may_start_vllm_keeps_its_warning():
     ):
         ws = read_workloads(_job(["python3", "-c", code]))
         assert len(ws) == 1 and ws[0].settings is None, code
+
+
+# ---- clients and download scripts run in vLLM's image --------------------------------------------
+# vLLM's image also runs its own load generator (`vllm bench serve`, benchmarks/benchmark_serving.py)
+# and its chat client against a server elsewhere: these start no engine. A Python script mounted
+# from a ConfigMap of the same manifest is read like `python -c`.
+
+
+def test_vllm_client_subcommands_are_no_server():
+    for cmd in (["vllm", "bench", "serve", "--model", "Qwen/Qwen3-0.6B", "--base-url", "http://x"],
+                ["vllm", "chat", "--url", "http://x/v1"],
+                ["sh", "-c", "vllm bench serve --backend vllm --model Qwen/Qwen3-0.6B --num-prompts 10"],
+                ["python3", "/vllm-workspace/benchmarks/benchmark_serving.py", "--model", "x/y"]):
+        assert read_workloads(_job(cmd)) == [], cmd
+    # `vllm bench throughput` runs an engine in the pod: not called a client
+    (w,) = read_workloads(_job(["vllm", "bench", "throughput", "--model", "Qwen/Qwen3-0.6B"]))
+    assert w.settings is None
+
+
+def test_python_script_from_a_mounted_config_map_is_read_for_an_engine():
+    from vllm_sizer.cli.check import build_context
+
+    def with_script(code: str) -> list:
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dl"},
+              "data": {"download.py": code}}
+        job = _job(["python3", "/scripts/download.py"])
+        spec = job["spec"]["template"]["spec"]
+        spec["containers"][0]["volumeMounts"] = [{"name": "s", "mountPath": "/scripts"}]
+        spec["volumes"] = [{"name": "s", "configMap": {"name": "dl"}}]
+        return read_workloads(job, build_context([cm]).read_context(None))
+
+    assert with_script(_DOWNLOAD) == []
+    (w,) = with_script("from vllm import LLM\nLLM(model='Qwen/Qwen3-0.6B')\n")
+    assert w.model == "Qwen/Qwen3-0.6B" or w.settings is None

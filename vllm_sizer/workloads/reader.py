@@ -788,6 +788,22 @@ NO_SERVER_PROGRAMS = {
     "lmcache_server",
     "lmcache_experimental_server",
 } | NOT_RUNNING
+# vLLM's own clients: the load generator and the chat / completion clients send requests to a
+# server elsewhere and start no engine (vllm/entrypoints/cli: bench serve, chat, complete,
+# collect-env; `vllm bench latency|throughput` do run an engine); the pre-CLI load generator
+# benchmarks/benchmark_serving.py (in the vllm-openai image's /vllm-workspace)
+VLLM_CLIENT_SUBCOMMANDS = {"chat", "complete", "collect-env"}
+VLLM_CLIENT_SCRIPTS = {"benchmark_serving.py", "benchmark_serving_structured_output.py"}
+
+
+def _vllm_client(sub: list[str]) -> bool:
+    if not sub:
+        return False
+    if sub[0] in VLLM_CLIENT_SUBCOMMANDS:
+        return True
+    return sub[0] == "bench" and len(sub) > 1 and sub[1] == "serve"
+
+
 # vLLM's multi-node example script: `multi-node-serving.sh worker` only runs `ray start
 # --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh).
 MULTI_NODE_SCRIPT = "multi-node-serving.sh"
@@ -815,11 +831,19 @@ def _starts_no_server(
     ):
         rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
         return bool(rest) and rest[0] == "worker"
-    if re.fullmatch(r"python[0-9.]*", prog) and len(head) > 2 and head[1] == "-c":
-        # `python -c CODE`: the code is in the manifest (a download, a check): no server when
-        # it names no vLLM and starts nothing it does not show
-        return pyapp.starts_no_engine(head[2])
+    if prog == "vllm" and _vllm_client(head[1:]):
+        return True
     files = _as_files(files)
+    if re.fullmatch(r"python[0-9.]*", prog) and len(head) > 1:
+        if head[1] == "-c" and len(head) > 2:
+            # `python -c CODE`: the code is in the manifest (a download, a check): no server
+            # when it names no vLLM and starts nothing it does not show
+            return pyapp.starts_no_engine(head[2])
+        if not head[1].startswith("-"):
+            if os.path.basename(head[1]) in VLLM_CLIENT_SCRIPTS:
+                return True
+            text = files.get(head[1])  # a script mounted from a ConfigMap of the manifest
+            return text is not None and pyapp.starts_no_engine(text)
     sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
     if sh is not None:
         if depth >= 4:
