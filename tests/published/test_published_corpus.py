@@ -22,12 +22,22 @@ from . import corpus
 INDEX = corpus.load_index()
 SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 
-# Measured on 2026-12-02: 282 servers in 279 files (276 before the 6 LWS Ray workers were
-# read as multi-node worker nodes, issue 15; the corpus grew from 99 servers: floors are
-# re-measured when files are added). Raise a floor when a merge raises the fraction; never lower
-# one for the same files.
+# Floors per generation of the index. index.yaml is append-only: a generation is its first N
+# entries, measured when they were added, and its floors never fall (raise one when a merge
+# raises its fraction). Files added later start a new generation with its own floors, so a hard
+# new file lowers no old floor and is still measured.
+#   279 entries (2026-12-02): 282 servers (276 before the 6 LWS Ray workers were read as
+#       multi-node worker nodes, issue 15; the corpus grew from 99 servers).
+#   334 entries (2026-12-02, corpus-4): 335 servers; 55 files added (GIE, ai-on-gke, GKE samples,
+#       OPEA, AWS / Akamai / community manifests, KServe docs, KubeRay llm-serve). Not read:
+#       ai-on-gke/serving-llama2-70b-l4-deployment.yaml (the command is in a Dockerfile); not
+#       sized: the servers whose model is a path and a few catalog gaps.
 FLOOR_DATE = "2026-12-02"
-FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.911}
+FLOOR_GENERATIONS: list[tuple[int, dict[str, float]]] = [
+    (279, {"found": 0.996, "read_right": 0.996, "sized": 0.911}),
+    (334, {"found": 0.994, "read_right": 0.994, "sized": 0.904}),
+]
+FLOORS = FLOOR_GENERATIONS[-1][1]  # the whole corpus (scripts/corpus_report.py prints these)
 
 # XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).
@@ -195,8 +205,12 @@ def test_summary_floor(capsys):
               f"read right {fr['read_right']:.1%}, sized {fr['sized']:.1%} "
               f"(sized where the manifest names the model {fr['sized_known_model']:.1%}); "
               f"floors of {FLOOR_DATE}: {FLOORS}")
-    for key, floor in FLOORS.items():
-        assert fr[key] >= floor, f"{key} fell to {fr[key]:.3f}, below the floor {floor:.3f}"
+    assert FLOOR_GENERATIONS[-1][0] == len(INDEX), "a file was added: measure its generation"
+    for first, floors in FLOOR_GENERATIONS:
+        gen = corpus.fractions(first)
+        for key, floor in floors.items():
+            assert gen[key] >= floor, (
+                f"{key} of the first {first} files fell to {gen[key]:.3f}, below {floor:.3f}")
     # read right implies found; sized implies found
     rs = corpus.server_results()
     assert all(r.found for r in rs if r.read_right or r.sized)
