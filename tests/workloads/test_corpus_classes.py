@@ -182,3 +182,29 @@ def test_python_script_from_a_mounted_config_map_is_read_for_an_engine():
     assert with_script(_DOWNLOAD) == []
     (w,) = with_script("from vllm import LLM\nLLM(model='Qwen/Qwen3-0.6B')\n")
     assert w.model == "Qwen/Qwen3-0.6B" or w.settings is None
+
+
+# ---- KAITO adapters ---------------------------------------------------------------------------
+# kaito/workspace-phi-3-with-adapters.yaml: inference.adapters makes KAITO add --enable-lora to
+# the vLLM command line (kaito-project/kaito@056b8280: pkg/model/interface.go:448-450, with
+# AdaptersEnabled = len(inference.adapters) > 0 in pkg/workspace/inference/preset_inferences.go:611)
+# and its wrapper loads every adapter under /mnt/adapter as --lora-modules.
+
+
+def test_kaito_workspace_adapters_enable_lora():
+    ws = {"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace", "metadata": {"name": "w"},
+          "resource": {"instanceType": "Standard_NC24ads_A100_v4"},
+          "inference": {"preset": {"name": "phi-3-mini-128k-instruct"},
+                        "adapters": [{"source": {"name": "a", "image": "r/a:1"}, "strength": "1.0"}]}}
+    (w,) = read_workloads(ws)
+    assert w.settings is not None and w.settings.enable_lora is True
+    ws["inference"].pop("adapters")
+    (w,) = read_workloads(ws)
+    assert w.settings.enable_lora is False
+    inference_set = {"apiVersion": "kaito.sh/v1beta1", "kind": "InferenceSet",
+                     "metadata": {"name": "s"},
+                     "spec": {"template": {"inference": {
+                         "preset": {"name": "phi-4-mini-instruct"},
+                         "adapters": [{"source": {"name": "a", "image": "r/a:1"}}]}}}}
+    (w,) = read_workloads(inference_set)
+    assert w.settings.enable_lora is True
