@@ -35,7 +35,7 @@ SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 FLOOR_DATE = "2026-12-02"
 FLOOR_GENERATIONS: list[tuple[int, dict[str, float]]] = [
     (279, {"found": 0.996, "read_right": 0.996, "sized": 0.911}),
-    (341, {"found": 0.994, "read_right": 0.994, "sized": 0.903}),
+    (341, {"found": 0.994, "read_right": 0.994, "sized": 0.902}),
 ]
 FLOORS = FLOOR_GENERATIONS[-1][1]  # the whole corpus (scripts/corpus_report.py prints these)
 
