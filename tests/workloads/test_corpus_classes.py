@@ -208,3 +208,21 @@ def test_kaito_workspace_adapters_enable_lora():
                          "adapters": [{"source": {"name": "a", "image": "r/a:1"}}]}}}}
     (w,) = read_workloads(inference_set)
     assert w.settings.enable_lora is True
+
+
+# ---- a tag that is no vLLM release ------------------------------------------------------------
+# llm-on-openshift/vllm-deployment-ubi9-0-0-2.yaml: quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.0.2
+# is that project's own first build; vLLM's first release is v0.1.0 (June 2023), so a 0.0.x tag
+# names no vLLM version (read as unknown, not as a "vLLM 0.0.2" below every known option list).
+
+
+def test_a_tag_below_vllms_first_release_is_no_vllm_version():
+    from vllm_sizer.workloads import images
+
+    assert images.image_version("quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.0.2") is None
+    assert str(images.image_version("quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.4.2")) == "0.4.2"
+    c = {"name": "server", "image": "quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.0.2",
+         "args": ["--model", "mistralai/Mistral-7B-Instruct-v0.2", "--dtype", "float16"]}
+    (w,) = read_workloads(_deployment(c, "vllm"))
+    assert w.settings.vllm_version is None
+    assert not any("0.0.2's option list" in d.message for d in w.diagnostics)
