@@ -226,3 +226,27 @@ def test_a_tag_below_vllms_first_release_is_no_vllm_version():
     (w,) = read_workloads(_deployment(c, "vllm"))
     assert w.settings.vllm_version is None
     assert not any("0.0.2's option list" in d.message for d in w.diagnostics)
+
+
+# ---- vLLM's batch runner -------------------------------------------------------------------------
+# `python -m vllm.entrypoints.openai.run_batch -i IN -o OUT --model X ...` (and `vllm run-batch`)
+# runs the same engine as the server over a file of requests (a Job): its parser is
+# AsyncEngineArgs plus -i/--input-file, -o/--output-file, --output-tmp-dir, --response-role,
+# --max-log-len, --enable-metrics, --url, --port, --enable-prompt-tokens-details
+# (opendatahub-io/vllm@7f15f787:vllm/entrypoints/openai/run_batch.py:35-100).
+
+
+def test_run_batch_is_an_engine_with_its_own_flags_set_aside():
+    for command in (
+        ["python3", "-m", "vllm.entrypoints.openai.run_batch", "-i", "/data/in.jsonl",
+         "-o", "/data/out.jsonl", "--model", "Qwen/Qwen3-0.6B", "--max-model-len", "4096",
+         "--enable-metrics", "--url", "0.0.0.0", "--port", "9000"],
+        ["vllm", "run-batch", "--input-file", "/data/in.jsonl", "--output-file=/data/out.jsonl",
+         "--model", "Qwen/Qwen3-0.6B", "--max-model-len", "4096"],
+        ["sh", "-c", "vllm run-batch -i in.jsonl -o out.jsonl --model Qwen/Qwen3-0.6B "
+                     "--max-model-len 4096"],
+    ):
+        (w,) = read_workloads(_job(command))
+        assert w.settings is not None, command
+        assert w.model == "Qwen/Qwen3-0.6B" and w.settings.max_model_len == 4096, command
+        assert not [d for d in w.diagnostics if d.severity == "error"], command

@@ -188,6 +188,25 @@ API_SERVER_MODULES = {
     "vllm.entrypoints.launchers.grpc_server",
 }
 CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
+# vLLM's batch runner: the server's engine over a file of requests (a Job). Its parser is the
+# engine's arguments plus its own (opendatahub-io/vllm@7f15f7870a38aa1d06906c25156de8b100da140a:
+# vllm/entrypoints/openai/run_batch.py:35-100; `vllm run-batch` from the CLI), set aside here.
+RUN_BATCH_MODULE = "vllm.entrypoints.openai.run_batch"
+RUN_BATCH_SUBCOMMAND = "run-batch"
+RUN_BATCH_VALUE_FLAGS = {
+    "-i",
+    "--input-file",
+    "-o",
+    "--output-file",
+    "--output-tmp-dir",
+    "--response-role",
+    "--url",
+}
+RUN_BATCH_VALUELESS_FLAGS = {
+    "--enable-metrics",
+    "--enable-prompt-tokens-details",
+    "--enable-force-include-usage",
+}
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
 MAX_CROSS_VERSION = 32  # rejected options checked against every known version's list
@@ -989,6 +1008,25 @@ def without_kaito_flags(flags: list[str]) -> list[str]:
     return out
 
 
+def without_run_batch_flags(flags: list[str]) -> list[str]:
+    """The engine's flags of a batch-runner command line: the runner's own (-i/-o, metrics)
+    and their values are its parser's, not the engine's."""
+    out: list[str] = []
+    skip = False
+    for tok in flags:
+        if skip:
+            skip = False
+            continue
+        key, eq, _ = str(tok).partition("=")
+        if key in RUN_BATCH_VALUE_FLAGS:
+            skip = not eq
+            continue
+        if key in RUN_BATCH_VALUELESS_FLAGS:
+            continue
+        out.append(str(tok))
+    return out
+
+
 def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
     """Locate a vLLM invocation in an argv: returns (flags after it, model is positional)."""
     for idx, tok in enumerate(argv):
@@ -997,6 +1035,17 @@ def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
         base = str(tok).rsplit("/", 1)[-1]
         if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == "serve":
             return [str(a) for a in argv[idx + 2 :]], True
+        if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == RUN_BATCH_SUBCOMMAND:
+            return without_run_batch_flags([str(a) for a in argv[idx + 2 :]]), False
+        if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] == RUN_BATCH_MODULE:
+            return without_run_batch_flags([str(a) for a in argv[idx + 2 :]]), False
+        if (
+            tok == "-m"
+            and idx + 2 < len(argv)
+            and argv[idx + 1] in CLI_MODULES
+            and argv[idx + 2] == RUN_BATCH_SUBCOMMAND
+        ):
+            return without_run_batch_flags([str(a) for a in argv[idx + 3 :]]), False
         if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] in API_SERVER_MODULES:
             return [str(a) for a in argv[idx + 2 :]], False
         if str(tok).startswith("-m") and tok[2:] in API_SERVER_MODULES:
