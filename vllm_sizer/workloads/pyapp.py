@@ -350,9 +350,9 @@ def starts_no_engine(source: str) -> bool:
         return False
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            mods = [a.name for a in node.names] + (
-                [node.module] if getattr(node, "module", None) else []
-            )
+            mods = [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods.append(node.module)
             if any(str(m).split(".")[0] in ("subprocess", "multiprocessing") for m in mods):
                 return False  # a process started from values the code may compute
         if isinstance(node, ast.Call):
