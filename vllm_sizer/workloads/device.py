@@ -64,6 +64,27 @@ def _list(x: Any) -> list[Any]:
 MAX_DEVICES = 1024
 
 
+# A count the author fills in before applying (`nvidia.com/gpu: ${GPU_COUNT}`, a template):
+# the accelerator is asked for, only how many is unknown
+_FILL_IN_COUNT = re.compile(r"\$\{?[A-Za-z_]|\$\([A-Za-z_]|\{\{|<[A-Za-z]")
+
+
+def _asks_for(raw: Any, key: str, diags: list[Diagnostic]) -> tuple[bool, int]:
+    """(whether the resource is requested, how many when the count is known: else 0)."""
+    if isinstance(raw, str) and _FILL_IN_COUNT.search(raw):
+        diags.append(
+            Diagnostic(
+                "warning",
+                "a placeholder: the device is requested, how many is unknown",
+                key,
+                raw[:40],
+            )
+        )
+        return True, 0
+    n = _count(raw, key, diags)
+    return bool(n), n or 0
+
+
 def _count(raw: Any, key: str, diags: list[Diagnostic]) -> int | None:
     try:
         if isinstance(raw, bool):
@@ -146,21 +167,21 @@ def detect_device(
     for key, raw in extended.items():
         key_s = str(key)
         if key_s == "nvidia.com/gpu" or key_s.startswith("nvidia.com/mig-"):
-            n = _count(raw, key_s, diags)
-            if n:
+            asked, n = _asks_for(raw, key_s, diags)
+            if asked:
                 accel, count = "cuda", count + n
                 why.append(key_s)
                 m = _MIG_RE.match(key_s)
                 if m:
                     mig_gb = int(m.group(2)) if mig_gb is None else min(mig_gb, int(m.group(2)))
         elif key_s == "amd.com/gpu":
-            n = _count(raw, key_s, diags)
-            if n:
+            asked, n = _asks_for(raw, key_s, diags)
+            if asked:
                 accel, count = accel or "rocm", count + n
                 why.append(key_s)
         elif any(key_s.lower().startswith(p) for p in OTHER_ACCELERATORS):
-            n = _count(raw, key_s, diags)
-            if n:
+            asked, _ = _asks_for(raw, key_s, diags)
+            if asked:
                 accel = accel or "other"
                 why.append(key_s)
     runtime_class = pod_spec.get("runtimeClassName")

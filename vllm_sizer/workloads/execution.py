@@ -20,7 +20,13 @@ from __future__ import annotations
 import os
 import re
 
-from .vllm_args import API_SERVER_MODULES, CLI_MODULES, is_kaito_entrypoint
+from .vllm_args import (
+    API_SERVER_MODULES,
+    CLI_MODULES,
+    RUN_BATCH_MODULE,
+    RUN_BATCH_SUBCOMMAND,
+    is_kaito_entrypoint,
+)
 
 HF_SERVER_MODULE = "huggingfaceserver"
 SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
@@ -218,7 +224,7 @@ def executes_vllm(argv: list[str]) -> bool:
         return False
     prog = _base(head[0])
     if prog == "vllm":
-        return len(head) > 1 and head[1] == "serve"
+        return len(head) > 1 and head[1] in ("serve", RUN_BATCH_SUBCOMMAND)
     if prog == HF_SERVER_MODULE:
         return True
     if _PYTHON_RE.match(prog):
@@ -229,9 +235,13 @@ def executes_vllm(argv: list[str]) -> bool:
         if mod is None:
             return False
         module, after = mod
-        if module in API_SERVER_MODULES or module == HF_SERVER_MODULE:
+        if module in API_SERVER_MODULES or module in (HF_SERVER_MODULE, RUN_BATCH_MODULE):
             return True
-        return module in CLI_MODULES and after < len(head) and head[after] == "serve"
+        return (
+            module in CLI_MODULES
+            and after < len(head)
+            and head[after] in ("serve", RUN_BATCH_SUBCOMMAND)
+        )
     return False
 
 

@@ -283,6 +283,11 @@ def is_cpu_image(image: str | None) -> bool:
     )
 
 
+# vLLM's first release, v0.1.0 (June 2023): a lower tag on an image that names vLLM is the
+# builder's own numbering (quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.0.2)
+FIRST_VLLM_RELEASE = (0, 1, 0)
+
+
 def image_version(image: str | None) -> VllmVersion | None:
     """The vLLM version in an image tag (v0.11.0, 0.10.1.1, v0.11.0-cpu), for images whose
     repository names vLLM; None when the tag says nothing (latest, nightly, a digest) or the
@@ -293,7 +298,10 @@ def image_version(image: str | None) -> VllmVersion | None:
     m = _VLLM_TAG_RE.match(tag)
     if not m:
         return None
-    return VllmVersion.parse(m.group(0), source="image tag")
+    version = VllmVersion.parse(m.group(0), source="image tag")
+    if version.tuple < FIRST_VLLM_RELEASE:
+        return None  # a builder's own 0.0.x numbering, not a vLLM release
+    return version
 
 
 def is_newest_tag(image: str | None) -> bool:

@@ -951,6 +951,10 @@ KAITO_SOURCE = "{repo}@{commit}:{path}".format(**_KAITO["source"])
 # KAITO's --gpu-memory-utilization: 0.84, 0.82 on A10 instance types
 # (kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70: pkg/model/interface.go:380-392)
 KAITO_GPU_UTIL, KAITO_GPU_UTIL_A10 = "0.84", "0.82"
+KAITO_LORA_SOURCE = (
+    "kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70: pkg/model/interface.go:448-450, "
+    "pkg/workspace/inference/preset_inferences.go:611"
+)
 
 
 def _kaito_config_flags(
@@ -1013,6 +1017,21 @@ def _kaito_views(
         flags, notes = _kaito_config_flags(inference.get("config"), config_maps)
         argv = ["python3", "/workspace/vllm/inference_api.py"]
         argv += (["--model", model] if model else []) + ["--gpu-memory-utilization", util]
+        adapters = [a for a in _list(inference.get("adapters")) if isinstance(a, dict)]
+        if adapters:
+            # AdaptersEnabled (len(inference.adapters) > 0) adds --enable-lora to the
+            # controller's parameters (KAITO_LORA_SOURCE); the wrapper then loads every adapter
+            # under /mnt/adapter as --lora-modules
+            argv.append("--enable-lora")
+        if adapters:
+            notes.append(
+                (
+                    "info",
+                    f"{len(adapters)} adapter(s) in inference.adapters: KAITO adds --enable-lora "
+                    f"({KAITO_LORA_SOURCE}); their ranks are not visible (vLLM's max_lora_rank "
+                    "default)",
+                )
+            )
         notes = [
             (
                 "info",

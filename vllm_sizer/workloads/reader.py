@@ -40,7 +40,7 @@ from typing import Any
 from ..estimator import catalog
 from ..estimator.names import hub_cache_id, resolve_model
 from ..estimator.versions import VllmVersion
-from . import images, kinds, limits, platforms, vllm_flags
+from . import images, kinds, limits, platforms, pyapp, vllm_flags
 from .api_names import (
     ANNOTATION_MODEL_CONFIG,
     ANNOTATION_SKIP,
@@ -104,6 +104,20 @@ NOT_ENGINE_IMAGE_TOKENS = frozenset(
 )
 # A documentation placeholder left in a manifest: <model-path>, <YOUR_S3_BUCKET>
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w.-]*>")
+# A value the author fills in before applying: ${VAR} / $VAR (envsubst), $(VAR) the kubelet
+# could not expand, {{ .Values.x }} (a template), <your-value>
+_FILL_IN = re.compile(r"\$\{?[A-Za-z_]|\$\([A-Za-z_]|\{\{|<[A-Za-z][\w .-]*>")
+# An image that is only a fill-in: ${VLLM_IMAGE}, $IMAGE, <CONTAINER_IMAGE>, {{ .Values.image }},
+# or an upper-case word (image references are lower case, so V_IMAGE_URL names no image)
+_FILL_IN_IMAGE = re.compile(
+    r"\$\{?[A-Za-z_]\w*\}?|<[^<>]+>|\{\{.*\}\}|\$\([A-Za-z_]\w*\)|[A-Z][A-Z0-9_]*"
+)
+
+
+def _is_fill_in_image(image: str) -> bool:
+    return _FILL_IN_IMAGE.fullmatch(image.strip()) is not None
+
+
 RELEVANT_ENV = (
     "VLLM_CPU_KVCACHE_SPACE",
     "VLLM_TARGET_DEVICE",
@@ -941,9 +955,38 @@ NO_SERVER_PROGRAMS = {
     "lmcache_server",
     "lmcache_experimental_server",
 } | NOT_RUNNING
+# vLLM's own clients: the load generator and the chat / completion clients send requests to a
+# server elsewhere and start no engine (vllm/entrypoints/cli: bench serve, chat, complete,
+# collect-env; `vllm bench latency|throughput` do run an engine); the pre-CLI load generator
+# benchmarks/benchmark_serving.py (in the vllm-openai image's /vllm-workspace)
+VLLM_CLIENT_SUBCOMMANDS = {"chat", "complete", "collect-env"}
+VLLM_CLIENT_SCRIPTS = {"benchmark_serving.py", "benchmark_serving_structured_output.py"}
+
+
+def _vllm_client(sub: list[str]) -> bool:
+    if not sub:
+        return False
+    if sub[0] in VLLM_CLIENT_SUBCOMMANDS:
+        return True
+    return sub[0] == "bench" and len(sub) > 1 and sub[1] == "serve"
+
+
 # vLLM's multi-node example script: `multi-node-serving.sh worker` only runs `ray start
-# --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh).
-MULTI_NODE_SCRIPT = "multi-node-serving.sh"
+# --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh), as
+# its predecessor, LWS's `ray_init.sh worker --ray_address=...`, did (kubernetes-sigs/lws@0102370
+# docs/examples/vllm/build/ray_init.sh: the same worker / leader subcommands).
+MULTI_NODE_SCRIPTS = ("multi-node-serving.sh", "ray_init.sh")
+
+
+def _multi_node_subcommand(head: list[str]) -> str | None:
+    """`worker` / `leader` when argv runs vLLM's multi-node script (directly or by bash / sh);
+    "" for the script with no subcommand; None for anything else."""
+    prog = os.path.basename(head[0])
+    if prog in ("bash", "sh") and len(head) > 1:
+        prog, head = os.path.basename(head[1]), head[1:]
+    if prog not in MULTI_NODE_SCRIPTS:
+        return None
+    return head[1] if len(head) > 1 else ""
 
 
 def _starts_no_server(
@@ -964,12 +1007,21 @@ def _starts_no_server(
     if prog == "ray":
         # `ray health-check` only probes the GCS (KServe's multinode worker waits with it)
         return len(head) > 1 and head[1] in ("start", "status", "stop", "health-check")
-    if prog == MULTI_NODE_SCRIPT or (
-        prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
-    ):
-        rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
-        return bool(rest) and rest[0] == "worker"
+    if (sub := _multi_node_subcommand(head)) is not None:
+        return sub == "worker"
+    if prog == "vllm" and _vllm_client(head[1:]):
+        return True
     files = _as_files(files)
+    if re.fullmatch(r"python[0-9.]*", prog) and len(head) > 1:
+        if head[1] == "-c" and len(head) > 2:
+            # `python -c CODE`: the code is in the manifest (a download, a check): no server
+            # when it names no vLLM and starts nothing it does not show
+            return pyapp.starts_no_engine(head[2])
+        if not head[1].startswith("-"):
+            if os.path.basename(head[1]) in VLLM_CLIENT_SCRIPTS:
+                return True
+            text = files.get(head[1])  # a script mounted from a ConfigMap of the manifest
+            return text is not None and pyapp.starts_no_engine(text)
     sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
     if sh is not None:
         if depth >= 4:
@@ -1001,11 +1053,8 @@ def _joins_ray(
     prog = os.path.basename(head[0])
     if prog == "ray":
         return len(head) > 1 and head[1] == "start" and "--head" not in head[2:]
-    if prog == MULTI_NODE_SCRIPT or (
-        prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
-    ):
-        rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
-        return bool(rest) and rest[0] == "worker"
+    if (sub := _multi_node_subcommand(head)) is not None:
+        return sub == "worker"
     files = _as_files(files)
     sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
     if sh is None or depth >= 4:
@@ -1037,6 +1086,22 @@ def _asks_for_help(flags: list[str]) -> bool:
     return False
 
 
+def _fill_in_image_of_vllm(image: str, container: dict[str, Any], info: _ObjectInfo) -> bool:
+    """An image the author fills in (V_IMAGE_URL, ${IMAGE}, <CONTAINER_IMAGE>) says nothing,
+    so the name of the container or of the workload stands in for it: one that says vLLM, and
+    no router, proxy or simulator (the args must still be a vLLM server's and nothing else)."""
+    if not _is_fill_in_image(image):
+        return False
+    names = [str(container.get("name") or "").lower(), info.name.lower()]
+    if not any("vllm" in n for n in names):
+        return False
+    return not any(
+        any(word in n for word in NOT_ENGINE_IMAGE_WORDS)
+        or NOT_ENGINE_IMAGE_TOKENS & set(re.split(r"[^a-z0-9]+", n))
+        for n in names
+    )
+
+
 def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     """The vLLM entry point args-only fit, when they are a vLLM server's arguments and nothing
     else: they parse with vLLM's own parser (the image tag's version, else the newest) without
@@ -1052,7 +1117,12 @@ def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     parsed = parse_vllm_args(args, version=version, positional_model=positional, strict=True)
     if not parsed.model or parsed.unknown_flags:
         return None
-    if any(d.severity == "error" for d in parsed.diagnostics):
+    # a value the author fills in (`--tensor-parallel-size ${GPU_COUNT}`) is no parse error of
+    # the flags: the flag is still vLLM's, its value unknown (said by the read itself)
+    if any(
+        d.severity == "error" and not (d.raw is not None and _FILL_IN.search(d.raw))
+        for d in parsed.diagnostics
+    ):
         return None
     return ["vllm", "serve"] if positional else ["python3", "-m", API_SERVER_MODULE]
 
@@ -1547,7 +1617,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             argv = args
         elif (
             image
-            and "vllm" in image.lower()
+            and ("vllm" in image.lower() or _fill_in_image_of_vllm(image, c, info))
             and args
             and (args[0].startswith("-") or _as_vllm_server(args, image))
         ):
@@ -1558,13 +1628,19 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             served = _as_vllm_server(args, image) if row is None else None
             if served:
                 argv = [*served, *args]
+                which = (
+                    f"image {image} is a placeholder to fill in (the container or workload "
+                    "name says vLLM)"
+                    if _is_fill_in_image(image)
+                    else f"image {image}: its ENTRYPOINT is unknown to vllm-sizer"
+                )
                 diags.append(
                     Diagnostic(
                         "warning",
-                        f"image {image}: only args are given and its ENTRYPOINT is unknown to "
-                        "vllm-sizer; they are a vLLM server's model and flags and nothing else, "
-                        f"so the ENTRYPOINT is assumed to be `{' '.join(served)}` (give the "
-                        "command, e.g. command: [vllm, serve], to be sure)",
+                        f"{which}; only args are given, and they are a vLLM server's model and "
+                        "flags and nothing else, so the ENTRYPOINT is assumed to be "
+                        f"`{' '.join(served)}` (give the command, e.g. command: [vllm, serve], "
+                        "to be sure)",
                     )
                 )
             else:

@@ -12,6 +12,7 @@ Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -187,6 +188,25 @@ API_SERVER_MODULES = {
     "vllm.entrypoints.launchers.grpc_server",
 }
 CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
+# vLLM's batch runner: the server's engine over a file of requests (a Job). Its parser is the
+# engine's arguments plus its own (opendatahub-io/vllm@7f15f7870a38aa1d06906c25156de8b100da140a:
+# vllm/entrypoints/openai/run_batch.py:35-100; `vllm run-batch` from the CLI), set aside here.
+RUN_BATCH_MODULE = "vllm.entrypoints.openai.run_batch"
+RUN_BATCH_SUBCOMMAND = "run-batch"
+RUN_BATCH_VALUE_FLAGS = {
+    "-i",
+    "--input-file",
+    "-o",
+    "--output-file",
+    "--output-tmp-dir",
+    "--response-role",
+    "--url",
+}
+RUN_BATCH_VALUELESS_FLAGS = {
+    "--enable-metrics",
+    "--enable-prompt-tokens-details",
+    "--enable-force-include-usage",
+}
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
 MAX_CROSS_VERSION = 32  # rejected options checked against every known version's list
@@ -526,7 +546,7 @@ def parse_vllm_args(
                         )
                     )
                 else:
-                    _apply_config_file(out, loaded)
+                    _apply_config_file(out, loaded, version)
             continue
         flag = m.option
         kind = "v" if dot else m.kind  # `--json-arg.key value`: one value
@@ -600,6 +620,10 @@ def parse_vllm_args(
         if not values:
             continue
         raw = values[0]
+        auto = _auto_model_len(raw, flag, version) if target == "max_model_len" else None
+        if auto is not None:
+            out.diagnostics.append(auto)
+            continue
         try:
             value = _convert(conv, raw, target)
         except ValueError as exc:
@@ -861,6 +885,33 @@ COUNT_MAX: dict[str, int] = {
 }
 
 
+# `--max-model-len auto` / -1: from vLLM 0.14 the length derived from the model's config, then
+# fitted to the memory left after the weights (0.14.0:vllm/config/model.py:175 `ge=-1`;
+# 0.33.0:vllm/utils/argparse_utils.py:77-95 `if value == "-1" or value.lower() == "auto"`);
+# a validation error before (0.13.0:model.py:167 `gt=0`).
+AUTO_MODEL_LEN_FROM = (0, 14)
+
+
+def _auto_model_len(raw: str, flag: str, version: VllmVersion | None) -> Diagnostic | None:
+    """The diagnostic for `auto` / -1 as max_model_len (None: not that spelling)."""
+    if raw.strip().lower() not in ("auto", "-1"):
+        return None
+    if version is not None and not version.at_least(*AUTO_MODEL_LEN_FROM):
+        return Diagnostic(
+            "error",
+            f"`auto` / -1 is accepted from vLLM 0.14; vLLM {version} rejects it at startup",
+            flag,
+            raw,
+        )
+    return Diagnostic(
+        "info",
+        "auto: vLLM derives the length from the model's config and fits it to the memory left "
+        "after the weights (0.14+); sized at the derived length, an upper bound",
+        flag,
+        raw,
+    )
+
+
 def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
     if kind == "tokens":
         return parse_token_count(raw)
@@ -884,7 +935,9 @@ def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
     return raw
 
 
-def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
+def _apply_config_file(
+    out: ParsedVllm, loaded: dict[str, Any], version: VllmVersion | None = None
+) -> None:
     """A `--config` YAML: keys like CLI flags (without dashes); the command line wins."""
     for k, v in loaded.items():
         key = str(k).replace("_", "-")
@@ -900,6 +953,12 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
                     out.kv_transfer_json = obj
             continue
         if target in out.values:
+            continue
+        auto = _auto_model_len(str(v), "--" + key, version) if target == "max_model_len" else None
+        if auto is not None:
+            out.diagnostics.append(
+                dataclasses.replace(auto, message=auto.message + " (in --config)")
+            )
             continue
         value: Any
         try:
@@ -949,6 +1008,25 @@ def without_kaito_flags(flags: list[str]) -> list[str]:
     return out
 
 
+def without_run_batch_flags(flags: list[str]) -> list[str]:
+    """The engine's flags of a batch-runner command line: the runner's own (-i/-o, metrics)
+    and their values are its parser's, not the engine's."""
+    out: list[str] = []
+    skip = False
+    for tok in flags:
+        if skip:
+            skip = False
+            continue
+        key, eq, _ = str(tok).partition("=")
+        if key in RUN_BATCH_VALUE_FLAGS:
+            skip = not eq
+            continue
+        if key in RUN_BATCH_VALUELESS_FLAGS:
+            continue
+        out.append(str(tok))
+    return out
+
+
 def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
     """Locate a vLLM invocation in an argv: returns (flags after it, model is positional)."""
     for idx, tok in enumerate(argv):
@@ -957,6 +1035,17 @@ def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
         base = str(tok).rsplit("/", 1)[-1]
         if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == "serve":
             return [str(a) for a in argv[idx + 2 :]], True
+        if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == RUN_BATCH_SUBCOMMAND:
+            return without_run_batch_flags([str(a) for a in argv[idx + 2 :]]), False
+        if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] == RUN_BATCH_MODULE:
+            return without_run_batch_flags([str(a) for a in argv[idx + 2 :]]), False
+        if (
+            tok == "-m"
+            and idx + 2 < len(argv)
+            and argv[idx + 1] in CLI_MODULES
+            and argv[idx + 2] == RUN_BATCH_SUBCOMMAND
+        ):
+            return without_run_batch_flags([str(a) for a in argv[idx + 3 :]]), False
         if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] in API_SERVER_MODULES:
             return [str(a) for a in argv[idx + 2 :]], False
         if str(tok).startswith("-m") and tok[2:] in API_SERVER_MODULES:
