@@ -362,15 +362,8 @@ class ModelGeometry(BaseModel, frozen=True):
         if not isinstance(config, Mapping):
             raise MissingConfigField("config", "a config.json object (dict) is required")
         top = _omni_thinker(dict(config))
-        text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
-        c: dict[str, Any] = {**top, **text} if text else top
-        if text:
-            sub_type = str(text.get("model_type") or "").lower()
-            c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
-        model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
-        c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
-        if model_type == "dbrx":
-            c = {**_dbrx_keys(c), **c}
+        c = text_model_config(config)
+        model_type = str(c.get("model_type") or "").lower()
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 
@@ -393,16 +386,6 @@ class ModelGeometry(BaseModel, frozen=True):
                 raise MissingConfigField(field, f"value {v!r} must be positive")
             return iv
 
-        block_types = c.get("layers_block_type")
-        if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
-            # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
-            # instead of hybrid_override_pattern; num_hidden_layers is its length
-            symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
-            c = {
-                "num_hidden_layers": len(block_types),
-                **c,
-                "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
-            }
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
         heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
@@ -948,6 +931,37 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             per_layer = 2 * self.kv_width
         return int(self.num_attention_layers * per_layer * kv_dtype_bytes)
+
+
+def text_model_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys ModelGeometry reads, as one flat dict: the served part of the config (Qwen2.5-
+    Omni's thinker), its text_config over the top level with the sub-config class defaults a
+    sparse text_config omits, the model type's defaults, DBRX's nested keys, NemotronH's
+    layers_block_type as a pattern. Also what catalog.geometry_signature reads, so a signature
+    holds the shapes the geometry is built from."""
+    top = _omni_thinker(dict(config))
+    text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
+    c: dict[str, Any] = {**top, **text} if text else top
+    if text:
+        sub_type = str(text.get("model_type") or "").lower()
+        c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
+    if not c.get("model_type") and top.get("model_type"):
+        c = {**c, "model_type": top["model_type"]}  # a text_config without its own
+    model_type = str(c.get("model_type") or "").lower()
+    c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
+    if model_type == "dbrx":
+        c = {**_dbrx_keys(c), **c}
+    block_types = c.get("layers_block_type")
+    if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
+        # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
+        # instead of hybrid_override_pattern; num_hidden_layers is its length
+        symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        c = {
+            "num_hidden_layers": len(block_types),
+            **c,
+            "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
+        }
+    return c
 
 
 def _omni_thinker(top: dict[str, Any]) -> dict[str, Any]:
