@@ -85,3 +85,18 @@ def test_lineage_sources_that_state_shapes_match_the_target(key):
     hidden, layers, q, kv = map(int, m.groups())
     assert (g.hidden_size, g.num_layers, g.num_attention_heads) == (hidden, layers, q)
     assert g.num_kv_heads == kv or (g.mla and kv == q)  # MLA (Kimi): KAITO lists kv = q heads
+
+
+def test_llava_next_mistral_is_mistral_7b_instruct_v0_2_with_llava_1_5s_clip_tower():
+    """llava-hf/llava-v1.6-mistral-7b-hf: transformers' conversion script builds its config from
+    Mistral-7B-Instruct-v0.2's text config and LlavaNextConfig's default CLIP ViT-L/14-336 tower
+    (llava-1.5-7b-hf's vision_config): the text weights are the base's, the tower is counted."""
+    r = resolve_model("llava-hf/llava-v1.6-mistral-7b-hf")
+    assert r.rule == "lineage" and r.model_id == "mistralai/Mistral-7B-Instruct-v0.2"
+    g = ModelGeometry.from_hf_config(r.config)
+    text = ModelGeometry.from_hf_config(model_config("mistralai/Mistral-7B-Instruct-v0.2"))
+    llava = ModelGeometry.from_hf_config(model_config("llava-hf/llava-1.5-7b-hf"))
+    assert g.vision_parameters == llava.vision_parameters > 0
+    assert g.parameter_count() == text.parameter_count() + llava.vision_parameters
+    assert "vision tower" in r.note and "projector" in r.note
+    assert text.vision_parameters == 0  # the target itself stays text-only

@@ -173,6 +173,7 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("mistralai/Ministral-3-3B-Instruct-2512", "mistralai/Ministral-3-3B-Instruct-2512-BF16"),
     ("mistralai/Ministral-3-8B-Instruct-2512", "mistralai/Ministral-3-8B-Instruct-2512-BF16"),
     ("moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Instruct"),
+    ("llava-hf/llava-v1.6-mistral-7b-hf", "mistralai/Mistral-7B-Instruct-v0.2"),
 ])
 def test_manifest_fine_tunes_resolve_by_their_stated_lineage(name, target):
     r = resolve_model(name)

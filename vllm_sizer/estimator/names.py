@@ -86,9 +86,19 @@ class WeightFormat:
     source: str
 
 
+@dataclass(frozen=True)
+class VisionTower:
+    """A vision tower the LINEAGE key's checkpoint adds to its (text-only) target: the
+    vision_config of the catalog entry `model_id` (the same tower), and the statement."""
+
+    model_id: str
+    source: str
+
+
 # Published lineages (each model card states the base): canonical name → (catalog id, the
-# statement), or (catalog id, the statement, the checkpoint's own WeightFormat).
-Lineage = tuple[str, str] | tuple[str, str, WeightFormat]
+# statement), or (catalog id, the statement, the checkpoint's own WeightFormat or the
+# VisionTower it adds).
+Lineage = tuple[str, str] | tuple[str, str, WeightFormat | VisionTower]
 LINEAGE: dict[str, Lineage] = {
     "deepseek-r1-distill-llama-8b": (
         "meta-llama/Llama-3.1-8B",
@@ -362,6 +372,22 @@ LINEAGE: dict[str, Lineage] = {
             "Kimi-K2-Thinking-Native.md)",
         ),
     ),
+    # LLaVA-NeXT (llava-hf's conversion of liuhaotian/llava-v1.6-mistral-7b): Mistral-7B-Instruct-
+    # v0.2's text model, a CLIP ViT-L/14-336 tower and an MLP projector.
+    "llava-v1.6-mistral-7b-hf": (
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "LLaVA-v1.6-Mistral-7B card: Base LLM mistralai/Mistral-7B-Instruct-v0.2 (copied at "
+        "YinanWusoymilk/hf-readme@1ab39f2 training_and_application/readme_files/"
+        "liuhaotian_llava-v1.6-mistral-7b.md); transformers' convert_llava_next_weights_to_hf.py "
+        "(huggingface/transformers@9426c8c) builds llava-hf's config from that text config, "
+        "vocabulary padded 32000 -> 32064 (0.5M parameters not counted)",
+        VisionTower(
+            "llava-hf/llava-1.5-7b-hf",
+            "the same script's vision tower is LlavaNextConfig's default, CLIP ViT-L/14-336 "
+            "(hidden 1024, 24 layers, patch 14, image 336), llava-1.5-7b-hf's vision_config; the "
+            "projector (MLP-2x, ~21M parameters) is not counted",
+        ),
+    ),
     "qwen3.8-27b": (
         "Qwen/Qwen3.5-27B",
         "KAITO model catalog (generated from the Hub): Qwen3_5ForConditionalGeneration, hidden "
@@ -381,7 +407,24 @@ def _lineage_by_canon() -> dict[str, tuple[str, Lineage]]:
 
 def lineage_format(entry: Lineage) -> WeightFormat | None:
     """The weight format a LINEAGE entry states for its checkpoint, or None."""
-    return entry[2] if len(entry) == 3 else None
+    extra = entry[2] if len(entry) == 3 else None
+    return extra if isinstance(extra, WeightFormat) else None
+
+
+def lineage_tower(entry: Lineage) -> VisionTower | None:
+    """The vision tower a LINEAGE entry says its checkpoint adds, or None."""
+    extra = entry[2] if len(entry) == 3 else None
+    return extra if isinstance(extra, VisionTower) else None
+
+
+def _with_tower(config: dict[str, Any], tower: VisionTower) -> dict[str, Any]:
+    """`config` with the vision_config of the tower's catalog entry (kept for the process)."""
+    key = (f"{id(config)}", f"tower:{tower.model_id}")
+    got = _DERIVED.get(key)
+    if got is None:
+        vision = catalog.entry(tower.model_id)["config"]["vision_config"]
+        got = _DERIVED[key] = {**config, "vision_config": vision}
+    return got
 
 
 @dataclass(frozen=True)
@@ -692,6 +735,10 @@ def _resolve(name: str) -> ModelResolution:
         target = catalog.exact_id(lineage[0])
         assert target is not None
         config, tail = _lineage_weights(target, key, lineage_format(lineage), base, quant)
+        tower = lineage_tower(lineage)
+        if tower is not None and catalog.exact_id(tower.model_id):
+            config = _with_tower(config, tower)
+            tail += f"; with {tower.model_id}'s vision tower: {tower.source}"
         return ModelResolution(
             name,
             target,
@@ -764,8 +811,10 @@ __all__ = [
     "LINEAGE",
     "Lineage",
     "ModelResolution",
+    "VisionTower",
     "WeightFormat",
     "hub_cache_id",
     "lineage_format",
+    "lineage_tower",
     "resolve_model",
 ]
