@@ -100,3 +100,23 @@ def test_llava_next_mistral_is_mistral_7b_instruct_v0_2_with_llava_1_5s_clip_tow
     assert g.parameter_count() == text.parameter_count() + llava.vision_parameters
     assert "vision tower" in r.note and "projector" in r.note
     assert text.vision_parameters == 0  # the target itself stays text-only
+
+
+@pytest.mark.parametrize("name, target", [
+    ("llava-hf/llava-v1.6-vicuna-7b-hf", "lmsys/vicuna-7b-v1.5"),
+    ("llava-hf/llava-v1.6-vicuna-13b-hf", "meta-llama/Llama-2-13b-hf"),
+])
+def test_llava_next_vicuna_is_its_base_llm_with_the_clip_tower(name, target):
+    """Vicuna v1.5 is a Llama 2 fine-tune: the catalog's vicuna-7b-v1.5 has Llama-2-7b's shapes,
+    which is what lets the 13B one stand on Llama-2-13b-hf."""
+    from vllm_sizer.estimator import catalog as cat
+
+    def sig(i):
+        return cat.geometry_signature(cat.entry(i)["config"])
+
+    assert sig("lmsys/vicuna-7b-v1.5")[1:6] == sig("meta-llama/Llama-2-7b-hf")[1:6]
+    r = resolve_model(name)
+    assert r.rule == "lineage" and r.model_id == target
+    g = ModelGeometry.from_hf_config(r.config)
+    llava = ModelGeometry.from_hf_config(model_config("llava-hf/llava-1.5-7b-hf"))
+    assert g.vision_parameters == llava.vision_parameters

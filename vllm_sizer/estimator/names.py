@@ -388,6 +388,35 @@ LINEAGE: dict[str, Lineage] = {
             "projector (MLP-2x, ~21M parameters) is not counted",
         ),
     ),
+    # LLaVA-NeXT on Vicuna v1.5 (the same conversion script: text config from the base LLM, the
+    # default CLIP ViT-L/14-336 tower). Vicuna v1.5 is a Llama 2 fine-tune.
+    "llava-v1.6-vicuna-7b-hf": (
+        "lmsys/vicuna-7b-v1.5",
+        "LLaVA-v1.6-Vicuna-7B card: Base LLM lmsys/vicuna-7b-v1.5 (ZHUI/paddlenlp_model_readme@"
+        "40a7101 liuhaotian/llava-v1.6-vicuna-7b/index.md); transformers' "
+        "convert_llava_next_weights_to_hf.py (huggingface/transformers@9426c8c) builds llava-hf's "
+        "config from that text config, vocabulary padded 32000 -> 32064 (0.5M parameters not "
+        "counted)",
+        VisionTower(
+            "llava-hf/llava-1.5-7b-hf",
+            "LlavaNextConfig's default CLIP ViT-L/14-336, llava-1.5-7b-hf's vision_config; the "
+            "projector (MLP-2x, ~21M parameters) is not counted",
+        ),
+    ),
+    "llava-v1.6-vicuna-13b-hf": (
+        "meta-llama/Llama-2-13b-hf",
+        "LLaVA-v1.6-Vicuna-13B card: Base LLM lmsys/vicuna-13b-v1.5 (ZHUI/paddlenlp_model_readme@"
+        "40a7101 liuhaotian/llava-v1.6-vicuna-13b/index.md), and 'Vicuna v1.5 is fine-tuned from "
+        "Llama 2' (the Vicuna v1.5 card, bgorlick/getai@6b72009 models/lmsys_vicuna-7b-v1.5/"
+        "README.md); transformers' convert_llava_next_weights_to_hf.py (huggingface/"
+        "transformers@9426c8c) builds llava-hf's config from that text config, vocabulary padded "
+        "32000 -> 32064 (0.7M parameters not counted)",
+        VisionTower(
+            "llava-hf/llava-1.5-7b-hf",
+            "LlavaNextConfig's default CLIP ViT-L/14-336, llava-1.5-7b-hf's vision_config; the "
+            "projector (MLP-2x, ~31M parameters) is not counted",
+        ),
+    ),
     "qwen3.8-27b": (
         "Qwen/Qwen3.5-27B",
         "KAITO model catalog (generated from the Hub): Qwen3_5ForConditionalGeneration, hidden "
