@@ -53,3 +53,14 @@ def test_gemma_4_e2b_says_its_audio_tower_is_not_counted():
 def test_gemma_4_31b_nvfp4_keeps_its_own_weight_format():
     g = ModelGeometry.from_hf_config(model_config("nvidia/Gemma-4-31B-IT-NVFP4"))
     assert g.quantization is not None and g.weight_bytes(2) < 0.6 * g.parameter_count() * 2
+
+
+def test_pixtral_tower_and_mistral3_projector_give_the_published_count():
+    """Pixtral's tower has a gated MLP and no position table, and Mistral3's projector a patch
+    merger and two linears (transformers pixtral / mistral3 modeling): with them Magistral Small
+    2509's count is its Hub safetensors total exactly (the generic ViT estimate was 136M low)."""
+    from vllm_sizer.estimator import ModelGeometry, model_config
+
+    g = ModelGeometry.from_hf_config(model_config("mistralai/Magistral-Small-2509"))
+    assert g.parameter_count() == 24_011_361_280
+    assert g.vision_parameters == 403_305_472 + 35_652_608

@@ -65,7 +65,7 @@ def test_variants_and_the_meta_prefix_pick_the_closest_entry():
 
 
 def test_lineage_table_targets_exist_or_are_skipped():
-    for name, (target, source) in LINEAGE.items():
+    for name, (target, source, *_fmt) in LINEAGE.items():
         assert source
         r = resolve_model(f"someone/{name}")
         if catalog.exact_id(target):
@@ -133,7 +133,7 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     trusted."""
     import re
 
-    target, source = LINEAGE[name]
+    target, source, *_fmt = LINEAGE[name]
     m = re.search(r"([\d.]+)B, (\d+) layers, (\d+) Q / (\d+) KV heads", source)
     assert m, source
     billions, layers, q, kv = float(m[1]), int(m[2]), int(m[3]), int(m[4])
@@ -170,6 +170,10 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("deepseek-ai/DeepSeek-V3.2-Speciale", "deepseek-ai/DeepSeek-V3.2"),
     ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", "mistralai/Magistral-Small-2509"),
     ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Magistral-Small-2509"),
+    ("mistralai/Ministral-3-3B-Instruct-2512", "mistralai/Ministral-3-3B-Instruct-2512-BF16"),
+    ("mistralai/Ministral-3-8B-Instruct-2512", "mistralai/Ministral-3-8B-Instruct-2512-BF16"),
+    ("moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Instruct"),
+    ("llava-hf/llava-v1.6-mistral-7b-hf", "mistralai/Mistral-7B-Instruct-v0.2"),
 ])
 def test_manifest_fine_tunes_resolve_by_their_stated_lineage(name, target):
     r = resolve_model(name)

@@ -362,15 +362,8 @@ class ModelGeometry(BaseModel, frozen=True):
         if not isinstance(config, Mapping):
             raise MissingConfigField("config", "a config.json object (dict) is required")
         top = _omni_thinker(dict(config))
-        text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
-        c: dict[str, Any] = {**top, **text} if text else top
-        if text:
-            sub_type = str(text.get("model_type") or "").lower()
-            c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
-        model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
-        c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
-        if model_type == "dbrx":
-            c = {**_dbrx_keys(c), **c}
+        c = text_model_config(config)
+        model_type = str(c.get("model_type") or "").lower()
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 
@@ -393,16 +386,6 @@ class ModelGeometry(BaseModel, frozen=True):
                 raise MissingConfigField(field, f"value {v!r} must be positive")
             return iv
 
-        block_types = c.get("layers_block_type")
-        if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
-            # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
-            # instead of hybrid_override_pattern; num_hidden_layers is its length
-            symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
-            c = {
-                "num_hidden_layers": len(block_types),
-                **c,
-                "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
-            }
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
         heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
@@ -586,6 +569,7 @@ class ModelGeometry(BaseModel, frozen=True):
                 ),
                 str(top.get("model_type") or "").lower(),
                 text_hidden=hidden,
+                top=top,
             )
             + audio,
             uncounted_towers=("audio encoder",)
@@ -948,6 +932,37 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             per_layer = 2 * self.kv_width
         return int(self.num_attention_layers * per_layer * kv_dtype_bytes)
+
+
+def text_model_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys ModelGeometry reads, as one flat dict: the served part of the config (Qwen2.5-
+    Omni's thinker), its text_config over the top level with the sub-config class defaults a
+    sparse text_config omits, the model type's defaults, DBRX's nested keys, NemotronH's
+    layers_block_type as a pattern. Also what catalog.geometry_signature reads, so a signature
+    holds the shapes the geometry is built from."""
+    top = _omni_thinker(dict(config))
+    text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
+    c: dict[str, Any] = {**top, **text} if text else top
+    if text:
+        sub_type = str(text.get("model_type") or "").lower()
+        c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
+    if not c.get("model_type") and top.get("model_type"):
+        c = {**c, "model_type": top["model_type"]}  # a text_config without its own
+    model_type = str(c.get("model_type") or "").lower()
+    c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
+    if model_type == "dbrx":
+        c = {**_dbrx_keys(c), **c}
+    block_types = c.get("layers_block_type")
+    if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
+        # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
+        # instead of hybrid_override_pattern; num_hidden_layers is its length
+        symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        c = {
+            "num_hidden_layers": len(block_types),
+            **c,
+            "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
+        }
+    return c
 
 
 def _omni_thinker(top: dict[str, Any]) -> dict[str, Any]:
@@ -1483,7 +1498,9 @@ def _gemma4_vision_parameters(v: Mapping[str, Any], text_hidden: int) -> int:
     return embed + n * layer + h * text_hidden
 
 
-def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> int:
+def _vision_parameters(
+    v: Any, model_type: str = "", text_hidden: int = 0, top: Mapping[str, Any] | None = None
+) -> int:
     """Vision tower parameters: exact layer shapes for the Qwen-VL and SigLIP (Gemma 3) towers,
     otherwise a ViT estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch
     embedding)."""
@@ -1502,11 +1519,46 @@ def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> in
         return _siglip_vision_parameters(v) + (
             _gemma3_projector_parameters(v, text_hidden) if model_type == "gemma3" else 0
         )
+    if str(v.get("model_type") or "") == "pixtral":
+        return _pixtral_vision_parameters(v) + (
+            _mistral3_projector_parameters(v, text_hidden, top or {})
+            if model_type == "mistral3"
+            else 0
+        )
     h = int(v.get("hidden_size") or 0)
     n = int(v.get("num_hidden_layers") or v.get("depth") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
     patch = int(v.get("patch_size") or 14)
     return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h
+
+
+def _pixtral_vision_parameters(v: Mapping[str, Any]) -> int:
+    """Pixtral vision tower (transformers pixtral/modeling_pixtral.py, PixtralVisionModel; vLLM
+    pixtral.py): patch_conv Conv2d(channels, h, patch) without bias, ln_pre RMSNorm, per layer
+    attention_norm + ffn_norm (RMSNorm) and bias-free q/k/v/o and a gated MLP
+    (gate/up/down_proj, silu). Rotary positions: no position table. Defaults are
+    PixtralVisionConfig's (hidden 1024, 24 layers, intermediate 4096, patch 16)."""
+    h = int(v.get("hidden_size") or 1024)
+    n = int(v.get("num_hidden_layers") or 24)
+    inter = int(v.get("intermediate_size") or 4096)
+    patch = int(v.get("patch_size") or 16)
+    channels = int(v.get("num_channels") or 3)
+    return channels * patch * patch * h + h + n * (4 * h * h + 3 * h * inter + 2 * h)
+
+
+def _mistral3_projector_parameters(
+    v: Mapping[str, Any], text_hidden: int, top: Mapping[str, Any]
+) -> int:
+    """Mistral3MultiModalProjector (transformers mistral3/modeling_mistral3.py): an RMSNorm over
+    the vision hidden size, the patch merger's merging_layer Linear(h * s², h) without bias
+    (s = spatial_merge_size, 2 by default), linear_1 Linear(h, text hidden) and linear_2
+    Linear(text hidden, text hidden), with bias only when multimodal_projector_bias (default
+    False). E.g. Magistral-Small-2509: tower 403,305,472 + projector 35,652,608."""
+    h = int(v.get("hidden_size") or 1024)
+    merge = int(top.get("spatial_merge_size") or 2)
+    bias = bool(top.get("multimodal_projector_bias", False))
+    linears = h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+    return h + h * merge * merge * h + linears
 
 
 def _siglip_vision_parameters(v: Mapping[str, Any]) -> int:

@@ -19,7 +19,13 @@
    NVIDIA's and OpenBMB's Hub names do (`nvidia/Llama-3_3-Nemotron-Super-49B-v1`, written
    `Llama-3.3-Nemotron-Super-49B-v1` in manifests; `MiniCPM-V-2_6`).
 7. lineage: distills and fine-tunes whose base model is published in their model card
-   (`DeepSeek-R1-Distill-Llama-8B` → `meta-llama/Llama-3.1-8B`), from LINEAGE below.
+   (`DeepSeek-R1-Distill-Llama-8B` → `meta-llama/Llama-3.1-8B`), from LINEAGE below. An
+   entry may also state the checkpoint's weight format where it differs from the target's
+   (a WeightFormat: the quantization_config its repo publishes, and where that is stated):
+   `Kimi-K2-Thinking` has Kimi-K2-Instruct's shapes and ships INT4 experts, not FP8. The
+   format belongs to the checkpoint the key names: a name with other variant words (`-Base`
+   for an `-Instruct` key) keeps the target's own format, and a quantization suffix on the
+   name (another checkpoint) wins over it.
 8. contained: a fine-tune whose name contains a catalog model's whole name with its size
    (`Hermes-3-Llama-3.1-8B` → `meta-llama/Llama-3.1-8B`).
 
@@ -69,8 +75,31 @@ _QUANT_QUALIFIERS = {"dynamic", "static", "block", "marlin", "kv", "a16", "g128"
 _VARIANT_TOKENS = {"instruct", "it", "chat", "hf", "base", "pt"}
 _SIZE = re.compile(r"^(\d+(\.\d+)?[bm]|\d+x\d+(\.\d+)?b|a\d+(\.\d+)?b)$")
 
-# Published lineages (each model card states the base): canonical name → catalog id.
-LINEAGE: dict[str, tuple[str, str]] = {
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """The weight format of the checkpoint a LINEAGE key names, where it is not the target
+    entry's: the quantization_config as that checkpoint's config.json publishes it (None: not
+    quantized, weights at the config's dtype), and the statement it is taken from."""
+
+    quantization_config: dict[str, Any] | None
+    source: str
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """A vision tower the LINEAGE key's checkpoint adds to its (text-only) target: the
+    vision_config of the catalog entry `model_id` (the same tower), and the statement."""
+
+    model_id: str
+    source: str
+
+
+# Published lineages (each model card states the base): canonical name → (catalog id, the
+# statement), or (catalog id, the statement, the checkpoint's own WeightFormat or the
+# VisionTower it adds).
+Lineage = tuple[str, str] | tuple[str, str, WeightFormat | VisionTower]
+LINEAGE: dict[str, Lineage] = {
     "deepseek-r1-distill-llama-8b": (
         "meta-llama/Llama-3.1-8B",
         "DeepSeek-R1 model card: distilled from Llama-3.1-8B",
@@ -272,6 +301,122 @@ LINEAGE: dict[str, tuple[str, str]] = {
         "KAITO model catalog (generated from the Hub): NemotronHForCausalLM, hidden 2688, 52 "
         "layers, 32 / 2 heads, 262144 tokens, 58.82Gi: NVIDIA-Nemotron-3-Nano-30B-A3B-BF16's row",
     ),
+    # Checkpoints with a catalog entry's shapes in another weight format (the third element:
+    # the quantization_config their repo publishes). Mistral publishes Ministral 3 Instruct in
+    # FP8 and, as -BF16 repos, in bf16; the catalog holds bf16 configs of the 3B and 8B.
+    "Ministral-3-3B-Instruct-2512": (
+        "mistralai/Ministral-3-3B-Instruct-2512-BF16",
+        "KAITO model catalog (generated from the Hub): Mistral3ForConditionalGeneration, hidden "
+        "3072, 26 layers, 32 / 8 heads, 262144 tokens: the bf16 config's shapes",
+        WeightFormat(
+            {"quant_method": "fp8"},
+            "KAITO model catalog (generated from the Hub): quantMethod fp8, 4.35Gi",
+        ),
+    ),
+    "Ministral-3-8B-Instruct-2512": (
+        "mistralai/Ministral-3-8B-Instruct-2512-BF16",
+        "KAITO model catalog (generated from the Hub): Mistral3ForConditionalGeneration, hidden "
+        "4096, 34 layers, 32 / 8 heads, 262144 tokens: the bf16 config's shapes",
+        WeightFormat(
+            {"quant_method": "fp8"},
+            "KAITO model catalog (generated from the Hub): quantMethod fp8, 9.70Gi",
+        ),
+    ),
+    # Kimi-K2-Thinking: the Kimi K2 shapes (its repo ships configuration_deepseek.py and
+    # modeling_deepseek.py, vllm-project/vllm-ascend@182b75e docs/source/tutorials/models/
+    # Kimi-K2-Thinking.md; vllm_ascend/quantization/methods/w4a16.py reads its routed experts as
+    # DeepseekV3's model.layers.L.mlp.experts.E.*_proj [moe_intermediate_size, hidden]) with
+    # INT4 routed experts where Kimi-K2-Instruct ships FP8.
+    "Kimi-K2-Thinking": (
+        "moonshotai/Kimi-K2-Instruct",
+        "ktransformers' Kimi-K2-Thinking guide (kvcache-ai/ktransformers@95009ea doc/en/"
+        "Kimi-K2-Thinking.md) serves it with Kimi-K2-Instruct's expert weights "
+        "(--kt-weight-path Kimi-K2-Instruct-CPU-weight): Kimi K2's DeepseekV3 shapes",
+        WeightFormat(
+            {
+                "config_groups": {
+                    "group_0": {
+                        "input_activations": None,
+                        "output_activations": None,
+                        "targets": ["Linear"],
+                        "weights": {
+                            "actorder": None,
+                            "block_structure": None,
+                            "dynamic": False,
+                            "group_size": 32,
+                            "num_bits": 4,
+                            "observer": "minmax",
+                            "observer_kwargs": {},
+                            "strategy": "group",
+                            "symmetric": True,
+                            "type": "int",
+                        },
+                    }
+                },
+                "format": "pack-quantized",
+                "ignore": [
+                    "lm_head",
+                    "re:.*self_attn.*",
+                    "re:.*shared_experts.*",
+                    "re:.*mlp\\.(gate|up|gate_up|down)_proj.*",
+                ],
+                "kv_cache_scheme": None,
+                "quant_method": "compressed-tensors",
+                "quantization_status": "compressed",
+            },
+            "the repo's config.json quantization_config (restated 'based on the config.json from "
+            "moonshotai/Kimi-K2-Thinking' at Vadym-Hadetskyi/llm-abliteration@8b98c2d "
+            "abliteration/quantize.py; vLLM-Ascend's W4A16 MoE method names it as its "
+            "LLM-Compressor int4 checkpoint): int4 group 32 routed experts; attention, shared "
+            "experts, the dense MLP and lm_head bf16; ~600GB (ktransformers "
+            "Kimi-K2-Thinking-Native.md)",
+        ),
+    ),
+    # LLaVA-NeXT (llava-hf's conversion of liuhaotian/llava-v1.6-mistral-7b): Mistral-7B-Instruct-
+    # v0.2's text model, a CLIP ViT-L/14-336 tower and an MLP projector.
+    "llava-v1.6-mistral-7b-hf": (
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "LLaVA-v1.6-Mistral-7B card: Base LLM mistralai/Mistral-7B-Instruct-v0.2 (copied at "
+        "YinanWusoymilk/hf-readme@1ab39f2 training_and_application/readme_files/"
+        "liuhaotian_llava-v1.6-mistral-7b.md); transformers' convert_llava_next_weights_to_hf.py "
+        "(huggingface/transformers@9426c8c) builds llava-hf's config from that text config, "
+        "vocabulary padded 32000 -> 32064 (0.5M parameters not counted)",
+        VisionTower(
+            "llava-hf/llava-1.5-7b-hf",
+            "the same script's vision tower is LlavaNextConfig's default, CLIP ViT-L/14-336 "
+            "(hidden 1024, 24 layers, patch 14, image 336), llava-1.5-7b-hf's vision_config; the "
+            "projector (MLP-2x, ~21M parameters) is not counted",
+        ),
+    ),
+    # LLaVA-NeXT on Vicuna v1.5 (the same conversion script: text config from the base LLM, the
+    # default CLIP ViT-L/14-336 tower). Vicuna v1.5 is a Llama 2 fine-tune.
+    "llava-v1.6-vicuna-7b-hf": (
+        "lmsys/vicuna-7b-v1.5",
+        "LLaVA-v1.6-Vicuna-7B card: Base LLM lmsys/vicuna-7b-v1.5 (ZHUI/paddlenlp_model_readme@"
+        "40a7101 liuhaotian/llava-v1.6-vicuna-7b/index.md); transformers' "
+        "convert_llava_next_weights_to_hf.py (huggingface/transformers@9426c8c) builds llava-hf's "
+        "config from that text config, vocabulary padded 32000 -> 32064 (0.5M parameters not "
+        "counted)",
+        VisionTower(
+            "llava-hf/llava-1.5-7b-hf",
+            "LlavaNextConfig's default CLIP ViT-L/14-336, llava-1.5-7b-hf's vision_config; the "
+            "projector (MLP-2x, ~21M parameters) is not counted",
+        ),
+    ),
+    "llava-v1.6-vicuna-13b-hf": (
+        "meta-llama/Llama-2-13b-hf",
+        "LLaVA-v1.6-Vicuna-13B card: Base LLM lmsys/vicuna-13b-v1.5 (ZHUI/paddlenlp_model_readme@"
+        "40a7101 liuhaotian/llava-v1.6-vicuna-13b/index.md), and 'Vicuna v1.5 is fine-tuned from "
+        "Llama 2' (the Vicuna v1.5 card, bgorlick/getai@6b72009 models/lmsys_vicuna-7b-v1.5/"
+        "README.md); transformers' convert_llava_next_weights_to_hf.py (huggingface/"
+        "transformers@9426c8c) builds llava-hf's config from that text config, vocabulary padded "
+        "32000 -> 32064 (0.7M parameters not counted)",
+        VisionTower(
+            "llava-hf/llava-1.5-7b-hf",
+            "LlavaNextConfig's default CLIP ViT-L/14-336, llava-1.5-7b-hf's vision_config; the "
+            "projector (MLP-2x, ~31M parameters) is not counted",
+        ),
+    ),
     "qwen3.8-27b": (
         "Qwen/Qwen3.5-27B",
         "KAITO model catalog (generated from the Hub): Qwen3_5ForConditionalGeneration, hidden "
@@ -282,10 +427,33 @@ LINEAGE: dict[str, tuple[str, str]] = {
 
 
 @lru_cache(maxsize=1)
-def _lineage_by_canon() -> dict[str, tuple[str, str]]:
+def _lineage_by_canon() -> dict[str, tuple[str, Lineage]]:
     """LINEAGE keyed by canonical tokens (what rule 7 compares), so a key may be written as the
-    Hub spells the name (`neural-chat-7b-v3-3`, `gemma-1.1-7b-it`, `Meta-Llama-Guard-2-8B`)."""
-    return {"-".join(_canonical(_tokens(k))): v for k, v in LINEAGE.items()}
+    Hub spells the name (`neural-chat-7b-v3-3`, `gemma-1.1-7b-it`, `Meta-Llama-Guard-2-8B`);
+    each with its key as written (a stated format belongs to that key's variant)."""
+    return {"-".join(_canonical(_tokens(k))): (k, v) for k, v in LINEAGE.items()}
+
+
+def lineage_format(entry: Lineage) -> WeightFormat | None:
+    """The weight format a LINEAGE entry states for its checkpoint, or None."""
+    extra = entry[2] if len(entry) == 3 else None
+    return extra if isinstance(extra, WeightFormat) else None
+
+
+def lineage_tower(entry: Lineage) -> VisionTower | None:
+    """The vision tower a LINEAGE entry says its checkpoint adds, or None."""
+    extra = entry[2] if len(entry) == 3 else None
+    return extra if isinstance(extra, VisionTower) else None
+
+
+def _with_tower(config: dict[str, Any], tower: VisionTower) -> dict[str, Any]:
+    """`config` with the vision_config of the tower's catalog entry (kept for the process)."""
+    key = (f"{id(config)}", f"tower:{tower.model_id}")
+    got = _DERIVED.get(key)
+    if got is None:
+        vision = catalog.entry(tower.model_id)["config"]["vision_config"]
+        got = _DERIVED[key] = {**config, "vision_config": vision}
+    return got
 
 
 @dataclass(frozen=True)
@@ -442,6 +610,36 @@ def _describe(quant: dict[str, Any] | None) -> str:
     return f"; weights as {quant['quant_method']}{bits} from the name's suffix"
 
 
+def _format_name(quant: dict[str, Any] | None) -> str:
+    """'compressed-tensors 4-bit', 'fp8', 'unquantized' for a quantization_config."""
+    from .geometry import _read_quantization
+
+    q = _read_quantization(quant)
+    if q is None:
+        return "unquantized"
+    return q.method + (f" {q.bits}-bit" if q.bits else "")
+
+
+def _lineage_weights(
+    target: str, key: str, fmt: WeightFormat | None, query: list[str], quant: dict[str, Any] | None
+) -> tuple[dict[str, Any], str]:
+    """(config, note tail) of a lineage hit: the name's quantization suffix if it has one, else
+    the format the entry states for its checkpoint when the name is that checkpoint's variant,
+    else the target's own format."""
+    if quant is not None or fmt is None:
+        return _with_quant(target, quant), _describe(quant)
+    variants = {t for t in _tokens(key) if t in _VARIANT_TOKENS}
+    if variants != {t for t in query if t in _VARIANT_TOKENS}:
+        return catalog.entry(target)["config"], (
+            f"; weights in {target}'s own format: the stated "
+            f"{_format_name(fmt.quantization_config)} is {key}'s checkpoint's"
+        )
+    tail = f"; weights as {_format_name(fmt.quantization_config)}: {fmt.source}"
+    if fmt.quantization_config is None:
+        return _without_quant(target), tail
+    return _with_quant(target, fmt.quantization_config), tail
+
+
 def resolve_model(name: str) -> ModelResolution:
     """Resolve a model name (see the module docstring for the rules). Never raises."""
     if not isinstance(name, str) or not name.strip() or len(name) > 1000:
@@ -560,16 +758,22 @@ def _resolve(name: str) -> ModelResolution:
         if got is not None:
             return got
     # 7. published lineage
-    lineage = _lineage_by_canon().get("-".join(canon))
-    if lineage is not None and catalog.exact_id(lineage[0]):
+    hit = _lineage_by_canon().get("-".join(canon))
+    if hit is not None and catalog.exact_id(hit[1][0]):
+        key, lineage = hit
         target = catalog.exact_id(lineage[0])
         assert target is not None
+        config, tail = _lineage_weights(target, key, lineage_format(lineage), base, quant)
+        tower = lineage_tower(lineage)
+        if tower is not None and catalog.exact_id(tower.model_id):
+            config = _with_tower(config, tower)
+            tail += f"; with {tower.model_id}'s vision tower: {tower.source}"
         return ModelResolution(
             name,
             target,
-            _with_quant(target, quant),
+            config,
             "lineage",
-            note=f"geometry of {target} assumed for {name!r} ({lineage[1]}{_describe(quant)})",
+            note=f"geometry of {target} assumed for {name!r} ({lineage[1]}{tail})",
         )
     # 8. the name contains a whole catalog name with its size
     best: list[str] = []
@@ -632,4 +836,14 @@ def _contains(hay: tuple[str, ...], needle: tuple[str, ...]) -> bool:
     return n < len(hay) and any(hay[i : i + n] == needle for i in range(len(hay) - n + 1))
 
 
-__all__ = ["LINEAGE", "ModelResolution", "hub_cache_id", "resolve_model"]
+__all__ = [
+    "LINEAGE",
+    "Lineage",
+    "ModelResolution",
+    "VisionTower",
+    "WeightFormat",
+    "hub_cache_id",
+    "lineage_format",
+    "lineage_tower",
+    "resolve_model",
+]
