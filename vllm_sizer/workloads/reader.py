@@ -48,7 +48,7 @@ from .api_names import (
     MODEL_CONFIGS_LABEL,
     SIZED_LABEL,
 )
-from .device import detect_device
+from .device import claim_device_classes, detect_device
 from .execution import executed, executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
@@ -619,7 +619,7 @@ def _ray_worker_workload(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
-        dra_classes=view.dra_classes,
+        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
         hint=view.device_hint,
     )
     diags += dev.diagnostics
@@ -728,6 +728,7 @@ def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
             "does not change it: its pods are sized at creation by the pod-level webhook",
         )
         if kind == "RayJob" and kinds.group_of(api) == "ray.io":
+            platforms.ray_job_entrypoint_on_head(obj, found)
             found += platforms.read_ray_job(obj, ctx.config_maps)
         return found
     group = spec_entry.group
@@ -1894,7 +1895,7 @@ def _read_invocation(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
-        dra_classes=view.dra_classes,
+        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
         hint=view.device_hint,
     )
     diags += dev.diagnostics
