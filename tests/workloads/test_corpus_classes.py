@@ -362,3 +362,62 @@ def test_vllm_target_device_names_the_accelerator_the_pod_leaves_open():
     d["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = "TPU"
     (w,) = read_workloads(d)
     assert w.device == "other"
+
+
+# ---- kthena ModelServing: a role's entry pod and its worker pods are one engine --------------
+# kthena/controller-expected-model-serving.yaml (what kthena's model-booster controller renders
+# for a multi-node vLLM backend): entryTemplate runs multi-node-serving.sh leader && the
+# api_server, workerTemplate only multi-node-serving.sh worker (joins the entry pod's Ray).
+
+def _model_serving(worker_replicas=1) -> dict:
+    entry_cmd = ("multi-node-serving.sh leader --ray_cluster_size=2 && python3 -m "
+                 "vllm.entrypoints.openai.api_server --model deepseek-ai/DeepSeek-V3 "
+                 "--tensor-parallel-size 16 --distributed_executor_backend ray")
+    worker_cmd = "multi-node-serving.sh worker --ray_address=$(ENTRY_ADDRESS)"
+    gpu = {"limits": {"nvidia.com/gpu": "8", "memory": "1000Gi"}}
+    return {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": "ds"},
+        "spec": {"replicas": 1, "template": {"roles": [{
+            "name": "leader", "replicas": 1, "workerReplicas": worker_replicas,
+            "entryTemplate": {"spec": {"containers": [
+                {"name": "engine", "image": "vllm/vllm-openai:v0.11.0",
+                 "command": ["bash", "-c", entry_cmd], "resources": gpu}]}},
+            "workerTemplate": {"spec": {"containers": [
+                {"name": "worker", "image": "vllm/vllm-openai:v0.11.0",
+                 "command": ["bash", "-c", worker_cmd], "resources": gpu}]}},
+        }]}},
+    }
+
+
+def test_kthena_model_serving_worker_pods_are_the_entry_pods_engine():
+    by = {w.container: w for w in read_workloads(_model_serving())}
+    entry, worker = by["engine"], by["worker"]
+    assert entry.model == worker.model == "deepseek-ai/DeepSeek-V3"
+    assert entry.settings.node_role == "leader" and entry.settings.nodes == 2
+    assert worker.settings.node_role == "worker" and worker.settings.tensor_parallel_size == 16
+    assert worker.settings.local_ranks == 8
+    by = {w.container: w for w in read_workloads(_model_serving("x"))}
+    assert by["worker"].settings.node_role == "worker" and by["worker"].settings.nodes is None
+
+
+# ---- env valueFrom.configMapKeyRef to a ConfigMap the file holds ------------------------------
+# (found by probing the spellings the corpus's files use through envFrom: the same ConfigMap
+# read key by key) `vllm serve $(MODEL)` with MODEL from configMapKeyRef.
+
+def test_env_value_from_a_config_map_key_in_the_context():
+    from vllm_sizer.workloads import ReadContext
+
+    c = {"name": "v", "image": "vllm/vllm-openai:v0.11.0",
+         "command": ["sh", "-c", "vllm serve $(MODEL) --max-model-len $MAX_LEN"],
+         "env": [{"name": "MODEL", "valueFrom": {"configMapKeyRef": {"name": "m", "key": "model"}}},
+                 {"name": "MAX_LEN", "valueFrom": {"configMapKeyRef": {"name": "m", "key": "len"}}}]}
+    ctx = ReadContext(config_maps={"m": {"model": "Qwen/Qwen3-8B", "len": "4096"}})
+    (w,) = read_workloads(_deployment(c), ctx)
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 4096
+    (w,) = read_workloads(_deployment(c))  # not in the context: unknown, said
+    assert w.model != "Qwen/Qwen3-8B"
+    assert any("valueFrom" in d.message for d in w.diagnostics)
+    c["env"][0]["valueFrom"]["configMapKeyRef"] = {"name": ["x"], "key": 3}
+    read_workloads(_deployment(c), ctx)  # malformed: no crash
