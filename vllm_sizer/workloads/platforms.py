@@ -27,7 +27,9 @@ project's API types or CRD at a commit); the readers below follow those files.
   (pyapp.py, never run), else from data/ray_apps.json for published apps fetched by
   working_dir or baked into the image, else from its runtime_env variables by name.
 - `read_ray_job`: a RayJob's entrypoint script in a mounted ConfigMap (ray.data.llm's
-  vLLMEngineProcessorConfig, vLLM's LLM): its engines on the accelerator worker group.
+  vLLMEngineProcessorConfig, vLLM's LLM): its engines on the accelerator worker group;
+  `ray_job_entrypoint_on_head`: an entrypoint that is itself the vLLM command line runs on the
+  head (the job's driver), its GPU worker groups are worker nodes of that engine.
 - `read_kaito_workspace`: a preset is built and sized by KAITO itself (the vLLM runtime unless
   the kaito.sh/runtime annotation says transformers); inference.template is read by structure.
 """

@@ -528,8 +528,9 @@ def _kthena_groups(
         if not joiners or leader is None:
             continue
         n = _dict(role).get("workerReplicas")
-        ok = isinstance(n, int) and not isinstance(n, bool) and 0 < n < limits.MAX_ARGS
-        nodes = n + 1 if ok else None
+        nodes: int | None = None
+        if isinstance(n, int) and not isinstance(n, bool) and 0 < n < limits.MAX_ARGS:
+            nodes = n + 1
         note = (
             f"multi-node engine over {nodes} pods (the role's entry pod and workerReplicas "
             "workers): "
