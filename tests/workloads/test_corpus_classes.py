@@ -250,3 +250,174 @@ def test_run_batch_is_an_engine_with_its_own_flags_set_aside():
         assert w.settings is not None, command
         assert w.model == "Qwen/Qwen3-0.6B" and w.settings.max_model_len == 4096, command
         assert not [d for d in w.diagnostics if d.severity == "error"], command
+
+
+# ---- a RayJob whose entrypoint is the vLLM server command line ------------------------------
+# aibrix/distributed-rayjob.yaml: spec.entrypoint `vllm serve facebook/opt-13b
+# --tensor-parallel-size 2 --distributed-executor-backend ray`, a head and a worker group with
+# one GPU each and no command: Ray's job supervisor runs the entrypoint on the head, the engine's
+# second rank on the worker.
+
+RAY_JOB_CLI = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayJob",
+    "metadata": {"name": "vllm-server"},
+    "spec": {
+        "entrypoint": "vllm serve facebook/opt-13b --tensor-parallel-size 2 "
+        "--distributed-executor-backend ray",
+        "rayClusterSpec": {
+            "headGroupSpec": {"template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "aibrix/vllm-openai:v0.5.2-distributed",
+                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+            "workerGroupSpecs": [{"replicas": 1, "template": {"spec": {"containers": [
+                {"name": "ray-worker", "image": "aibrix/vllm-openai:v0.5.2-distributed",
+                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}],
+        },
+    },
+}
+
+
+def test_rayjob_cli_entrypoint_is_the_heads_server():
+    by = {w.container: w for w in read_workloads(RAY_JOB_CLI)}
+    head, worker = by["ray-head"], by["ray-worker"]
+    assert head.model == "facebook/opt-13b" and head.settings.tensor_parallel_size == 2
+    assert head.device == "cuda" and head.settings.node_role == "leader"
+    assert worker.model == "facebook/opt-13b" and worker.settings.node_role == "worker"
+    # a script entrypoint is not a command line to read on the head (read_ray_job's business)
+    import copy
+
+    job = copy.deepcopy(RAY_JOB_CLI)
+    job["spec"]["entrypoint"] = "python /scripts/run.py --model facebook/opt-13b"
+    assert not any(w.model == "facebook/opt-13b" for w in read_workloads(job))
+    job["spec"]["entrypoint"] = {"not": "a string"}
+    read_workloads(job)  # never raises
+
+
+# ---- the accelerator of a DRA claim whose names say no vendor --------------------------------
+# dynamo/vllm-disagg-xpu-dra.yaml: resourceClaims [{name: gpu, resourceClaimTemplateName:
+# gpu-template}], the ResourceClaimTemplate (same file) asks for deviceClassName gpu.intel.com,
+# and the worker sets VLLM_TARGET_DEVICE=xpu; the image (Dynamo's vllm-runtime) is a CUDA
+# build, so the claim was read as an NVIDIA GPU.
+
+CLAIM_TEMPLATE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "gpu-template"},
+    "spec": {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.intel.com", "count": 1}}]}}},
+}
+
+
+def _dra_pod(env: list | None = None) -> dict:
+    c = {"name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1",
+         "command": ["vllm", "serve", "Qwen/Qwen3-0.6B"],
+         "resources": {"claims": [{"name": "gpu"}]}}
+    if env:
+        c["env"] = env
+    d = _deployment(c, "xpu")
+    d["spec"]["template"]["spec"]["resourceClaims"] = [
+        {"name": "gpu", "resourceClaimTemplateName": "gpu-template"}]
+    return d
+
+
+def test_dra_claim_device_class_from_the_claim_template():
+    from vllm_sizer.policy.cluster import ClusterContext
+
+    (w,) = read_workloads(_dra_pod())
+    assert w.device == "cuda"  # nothing but the CUDA image says otherwise
+    ctx = ClusterContext.from_objects([CLAIM_TEMPLATE, _dra_pod()]).read_context(None)
+    (w,) = read_workloads(_dra_pod(), ctx)
+    assert w.device == "other"
+    assert any("gpu.intel.com" in d.message for d in w.diagnostics)
+    # v1beta1 spells the class on the request itself
+    beta = {**CLAIM_TEMPLATE, "apiVersion": "resource.k8s.io/v1beta1",
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "deviceClassName": "neuron.aws.com"}]}}}}
+    ctx = ClusterContext.from_objects([beta]).read_context("default")
+    (w,) = read_workloads(_dra_pod(), ctx)
+    assert w.device == "other"
+    # a template in another namespace is not the pod's
+    other_ns = {**CLAIM_TEMPLATE, "metadata": {"name": "gpu-template", "namespace": "x"}}
+    ctx = ClusterContext.from_objects([other_ns]).read_context(None)
+    (w,) = read_workloads(_dra_pod(), ctx)
+    assert w.device == "cuda"
+    broken = {**CLAIM_TEMPLATE, "spec": {"spec": {"devices": {"requests": ["x", {"exactly": 3}]}}}}
+    ctx = ClusterContext.from_objects([broken]).read_context(None)
+    (w,) = read_workloads(_dra_pod(), ctx)
+    assert w.device == "cuda"  # malformed: no class, no crash
+
+
+def test_vllm_target_device_names_the_accelerator_the_pod_leaves_open():
+    (w,) = read_workloads(_dra_pod([{"name": "VLLM_TARGET_DEVICE", "value": "xpu"}]))
+    assert w.device == "other"
+    # an explicit request wins over the variable
+    d = _deployment({"name": "m", "image": "vllm/vllm-openai:v0.11.0",
+                     "command": ["vllm", "serve", "Qwen/Qwen3-0.6B"],
+                     "env": [{"name": "VLLM_TARGET_DEVICE", "value": "xpu"}],
+                     "resources": {"limits": {"nvidia.com/gpu": "1"}}})
+    (w,) = read_workloads(d)
+    assert w.device == "cuda"
+    # no accelerator asked at all: the variable says where it runs
+    del d["spec"]["template"]["spec"]["containers"][0]["resources"]
+    d["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = "TPU"
+    (w,) = read_workloads(d)
+    assert w.device == "other"
+
+
+# ---- kthena ModelServing: a role's entry pod and its worker pods are one engine --------------
+# kthena/controller-expected-model-serving.yaml (what kthena's model-booster controller renders
+# for a multi-node vLLM backend): entryTemplate runs multi-node-serving.sh leader && the
+# api_server, workerTemplate only multi-node-serving.sh worker (joins the entry pod's Ray).
+
+def _model_serving(worker_replicas=1) -> dict:
+    entry_cmd = ("multi-node-serving.sh leader --ray_cluster_size=2 && python3 -m "
+                 "vllm.entrypoints.openai.api_server --model deepseek-ai/DeepSeek-V3 "
+                 "--tensor-parallel-size 16 --distributed_executor_backend ray")
+    worker_cmd = "multi-node-serving.sh worker --ray_address=$(ENTRY_ADDRESS)"
+    gpu = {"limits": {"nvidia.com/gpu": "8", "memory": "1000Gi"}}
+    return {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": "ds"},
+        "spec": {"replicas": 1, "template": {"roles": [{
+            "name": "leader", "replicas": 1, "workerReplicas": worker_replicas,
+            "entryTemplate": {"spec": {"containers": [
+                {"name": "engine", "image": "vllm/vllm-openai:v0.11.0",
+                 "command": ["bash", "-c", entry_cmd], "resources": gpu}]}},
+            "workerTemplate": {"spec": {"containers": [
+                {"name": "worker", "image": "vllm/vllm-openai:v0.11.0",
+                 "command": ["bash", "-c", worker_cmd], "resources": gpu}]}},
+        }]}},
+    }
+
+
+def test_kthena_model_serving_worker_pods_are_the_entry_pods_engine():
+    by = {w.container: w for w in read_workloads(_model_serving())}
+    entry, worker = by["engine"], by["worker"]
+    assert entry.model == worker.model == "deepseek-ai/DeepSeek-V3"
+    assert entry.settings.node_role == "leader" and entry.settings.nodes == 2
+    assert worker.settings.node_role == "worker" and worker.settings.tensor_parallel_size == 16
+    assert worker.settings.local_ranks == 8
+    by = {w.container: w for w in read_workloads(_model_serving("x"))}
+    assert by["worker"].settings.node_role == "worker" and by["worker"].settings.nodes is None
+
+
+# ---- env valueFrom.configMapKeyRef to a ConfigMap the file holds ------------------------------
+# (found by probing the spellings the corpus's files use through envFrom: the same ConfigMap
+# read key by key) `vllm serve $(MODEL)` with MODEL from configMapKeyRef.
+
+def test_env_value_from_a_config_map_key_in_the_context():
+    from vllm_sizer.workloads import ReadContext
+
+    c = {"name": "v", "image": "vllm/vllm-openai:v0.11.0",
+         "command": ["sh", "-c", "vllm serve $(MODEL) --max-model-len $MAX_LEN"],
+         "env": [{"name": "MODEL", "valueFrom": {"configMapKeyRef": {"name": "m", "key": "model"}}},
+                 {"name": "MAX_LEN", "valueFrom": {"configMapKeyRef": {"name": "m", "key": "len"}}}]}
+    ctx = ReadContext(config_maps={"m": {"model": "Qwen/Qwen3-8B", "len": "4096"}})
+    (w,) = read_workloads(_deployment(c), ctx)
+    assert w.model == "Qwen/Qwen3-8B" and w.settings.max_model_len == 4096
+    (w,) = read_workloads(_deployment(c))  # not in the context: unknown, said
+    assert w.model != "Qwen/Qwen3-8B"
+    assert any("valueFrom" in d.message for d in w.diagnostics)
+    c["env"][0]["valueFrom"]["configMapKeyRef"] = {"name": ["x"], "key": 3}
+    read_workloads(_deployment(c), ctx)  # malformed: no crash

@@ -27,7 +27,9 @@ project's API types or CRD at a commit); the readers below follow those files.
   (pyapp.py, never run), else from data/ray_apps.json for published apps fetched by
   working_dir or baked into the image, else from its runtime_env variables by name.
 - `read_ray_job`: a RayJob's entrypoint script in a mounted ConfigMap (ray.data.llm's
-  vLLMEngineProcessorConfig, vLLM's LLM): its engines on the accelerator worker group.
+  vLLMEngineProcessorConfig, vLLM's LLM): its engines on the accelerator worker group;
+  `ray_job_entrypoint_on_head`: an entrypoint that is itself the vLLM command line runs on the
+  head (the job's driver), its GPU worker groups are worker nodes of that engine.
 - `read_kaito_workspace`: a preset is built and sized by KAITO itself (the vLLM runtime unless
   the kaito.sh/runtime annotation says transformers); inference.template is read by structure.
 """
@@ -831,6 +833,49 @@ def read_ray_serve_llm(
         for engine in _serve_engines(_dict(app), str(c.get("image") or ""), files, mounted)
     ]
     return _ray_engine_views(obj, engines, "Ray Serve")
+
+
+# A RayJob entrypoint that is itself a vLLM server command line (`vllm serve M ...`, `python -m
+# vllm.entrypoints.openai.api_server ...`), possibly after other shell commands
+_SERVER_ENTRYPOINT = re.compile(
+    r"(?:^|[;&|(]\s*)(?:exec\s+)?(?:vllm\s+serve\b|python3?\s+-m\s+vllm\.entrypoints\.)"
+)
+
+
+def ray_job_entrypoint_on_head(obj: dict[str, Any], views: list[ContainerView]) -> None:
+    """A RayJob whose spec.entrypoint starts a vLLM server: KubeRay's submitter runs `ray job
+    submit -- <entrypoint>` and Ray's job supervisor runs it as the driver on the head node
+    (ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229
+    ray-operator/controllers/ray/common/job.go GetK8sJobCommand; the driver is placed on the
+    head unless entrypoint resources say otherwise), so the head container is read as running
+    it after its `ray start`; the engine's Ray executor then places its GPU workers on the
+    worker groups (read as worker nodes). An entrypoint that runs a Python script is read by
+    read_ray_job instead."""
+    entry = _dict(obj.get("spec")).get("entrypoint")
+    if obj.get("kind") != "RayJob" or not isinstance(entry, str):
+        return
+    entry = entry.strip()
+    if not entry or len(entry) > 64_000 or not _SERVER_ENTRYPOINT.search(entry):
+        return
+    head = next(
+        (v for v in views if "/headGroupSpec/" in v.container_path and not v.bare),
+        None,
+    )
+    if head is None or not head.container_path.endswith("/containers/0"):
+        return
+    c = dict(head.container)
+    words = [str(w) for key in ("command", "args") for w in _list(c.get(key))]
+    script = " ".join(words[3:]) if words[:3] == ["/bin/bash", "-lc", "--"] else " ".join(words)
+    c["command"] = ["/bin/bash", "-lc", "--"]
+    c["args"] = [f"{script}; {entry}" if script else entry]
+    head.container = c
+    head.notes.append(
+        (
+            "info",
+            "the RayJob's entrypoint runs as the job's driver on the head node (after the "
+            "head's `ray start`): read as this container's command",
+        )
+    )
 
 
 def read_ray_job(

@@ -48,7 +48,7 @@ from .api_names import (
     MODEL_CONFIGS_LABEL,
     SIZED_LABEL,
 )
-from .device import detect_device
+from .device import claim_device_classes, detect_device
 from .execution import executed, executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
@@ -451,15 +451,23 @@ def _link_multinode(
     run on every node (one Ray actor per GPU), so each joining container is a Workload with
     the leader's engine settings and role "worker", and the leader's estimate counts only its
     own GPUs' ranks (role "leader")."""
-    group: _RayGroup | None = None
+    groups: list[_RayGroup | None] = []
     if info.kind == "LeaderWorkerSet":
-        group = _lws_group(_dict(obj.get("spec")), views, out)
+        groups = [_lws_group(_dict(obj.get("spec")), views, out)]
     elif info.kind == "InferenceService":
-        group = _kserve_group(views, out)
+        groups = [_kserve_group(views, out)]
     elif info.kind in RAY_CLUSTER_KINDS:
-        group = _kuberay_group(obj, views, out)
-    if group is None:
-        return out
+        groups = [_kuberay_group(obj, views, out)]
+    elif info.kind == "ModelServing":
+        groups = _kthena_groups(_dict(obj.get("spec")), views, out)
+    for group in groups:
+        if group is not None:
+            out = _link_group(info, out, group)
+    return out
+
+
+def _link_group(info: _ObjectInfo, out: list[Workload], group: _RayGroup) -> list[Workload]:
+    """The leader relabelled (its own ranks) and one worker-node Workload per joiner."""
     leader, nodes, note = group.leader, group.nodes, group.note
 
     def as_leader(w: Workload) -> Workload:
@@ -491,6 +499,46 @@ def _link_multinode(
     for view in group.joiners:
         linked.append(_ray_worker_workload(info, view, head, nodes, note))
     return linked
+
+
+KTHENA_ROLES = "/spec/template/roles/"
+
+
+def _kthena_groups(
+    spec: dict[str, Any], views: list[ContainerView], out: list[Workload]
+) -> list[_RayGroup | None]:
+    """kthena's ModelServing: each role is a group of an entry pod (entryTemplate) and
+    workerReplicas worker pods (workerTemplate), as an LWS group (volcano-sh/kthena@3cc0572
+    pkg/apis/workload/v1alpha1/servinggroup_types.go Role); the model-booster controller's
+    multi-node vLLM runs multi-node-serving.sh leader in the entry pod and worker in the
+    others (pkg/model-booster-controller/convert/model_serving.go). One engine per role."""
+    roles = _list(_dict(spec.get("template")).get("roles"))
+    groups: list[_RayGroup | None] = []
+    for i, role in enumerate(roles[: limits.MAX_CONTAINERS]):
+        entry, worker = f"{KTHENA_ROLES}{i}/entryTemplate/", f"{KTHENA_ROLES}{i}/workerTemplate/"
+        joiners = [v for v in views if v.joins_ray and v.container_path.startswith(worker)]
+        leader = next(
+            (
+                w
+                for w in out
+                if w.container_path.startswith(entry) and w.settings is not None and w.argv
+            ),
+            None,
+        )
+        if not joiners or leader is None:
+            continue
+        n = _dict(role).get("workerReplicas")
+        nodes: int | None = None
+        if isinstance(n, int) and not isinstance(n, bool) and 0 < n < limits.MAX_ARGS:
+            nodes = n + 1
+        note = (
+            f"multi-node engine over {nodes} pods (the role's entry pod and workerReplicas "
+            "workers): "
+            if nodes
+            else "multi-node engine over the role's pods: "
+        )
+        groups.append(_RayGroup(leader, joiners, nodes, note))
+    return groups
 
 
 def _lws_group(
@@ -619,7 +667,7 @@ def _ray_worker_workload(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
-        dra_classes=view.dra_classes,
+        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
         hint=view.device_hint,
     )
     diags += dev.diagnostics
@@ -728,6 +776,7 @@ def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
             "does not change it: its pods are sized at creation by the pod-level webhook",
         )
         if kind == "RayJob" and kinds.group_of(api) == "ray.io":
+            platforms.ray_job_entrypoint_on_head(obj, found)
             found += platforms.read_ray_job(obj, ctx.config_maps)
         return found
     group = spec_entry.group
@@ -1326,6 +1375,18 @@ def _read_env(
         name = item.get("name")
         if not isinstance(name, str) or not name:
             continue
+        ref = _dict(_dict(item.get("valueFrom")).get("configMapKeyRef"))
+        if ref and item.get("value") in (None, ""):
+            # a key of a ConfigMap the caller has (check: the same file); the kubelet puts the
+            # value in as is (no $(VAR) expansion)
+            data = (
+                (config_maps or {}).get(ref["name"]) if isinstance(ref.get("name"), str) else None
+            )
+            key = ref.get("key")
+            if data is not None and isinstance(key, str) and isinstance(data.get(key), str):
+                env[name] = data[key]
+                unknown.discard(name)
+                continue
         if item.get("valueFrom") is not None and item.get("value") in (None, ""):
             unknown.add(name)
             env.pop(name, None)
@@ -1894,7 +1955,7 @@ def _read_invocation(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
-        dra_classes=view.dra_classes,
+        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
         hint=view.device_hint,
     )
     diags += dev.diagnostics
