@@ -8,6 +8,7 @@ published counts (the catalog entries' "published_parameters", tests/estimator/t
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from functools import cached_property
@@ -15,6 +16,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .deepseek_v4 import (
+    EXPERT_BYTES,
+    FP8_BYTES,
+    CompressedAttention,
+    V4Parts,
+    layer_parts,
+    read_deepseek_v4,
+)
+from .deepseek_v4 import kv_bytes_per_token as v4_kv_bytes_per_token
+from .deepseek_v4 import parts as v4_parts
+from .deepseek_v4 import rope_cache_elements as v4_rope_cache_elements
+from .deepseek_v4 import tp_replicated_bytes as v4_tp_replicated_bytes
+from .deepseek_v4 import weight_bytes as v4_weight_bytes
 from .errors import MissingConfigField
 
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
@@ -355,6 +369,11 @@ class ModelGeometry(BaseModel, frozen=True):
     # Gemma 4 per-layer embeddings (PLE): hidden_size_per_layer_input and its vocabulary
     per_layer_input_size: int = 0
     per_layer_vocab_size: int = 0
+    # DeepSeek-V4: compressed / sparse attention, grouped output projection, hyper-connections
+    # (deepseek_v4.py, from vLLM 0.33.0's models/deepseek_v4); None for every other model
+    compressed_attention: CompressedAttention | None = None
+    # the rotary cos/sin caches are fp32 buffers, not the model dtype (DeepSeek-V4)
+    rope_cache_fp32: bool = False
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -487,6 +506,7 @@ class ModelGeometry(BaseModel, frozen=True):
                 if mamba
                 else None
             )
+        compressed = read_deepseek_v4(c, layers) if model_type == "deepseek_v4" else None
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
@@ -554,10 +574,16 @@ class ModelGeometry(BaseModel, frozen=True):
             and linear_attention is not None,
             sliding_window=sliding,
             sliding_window_layers=sliding_layers,
-            quantization=_read_quantization(
-                c.get("quantization_config") or top.get("quantization_config")
-            ),
-            rope_cache_elements=_rope_cache_elements(c, model_type, head_dim, mla, sliding_layers),
+            quantization=_v4_quantization(compressed)
+            if compressed
+            else _read_quantization(c.get("quantization_config") or top.get("quantization_config")),
+            rope_cache_elements=v4_rope_cache_elements(
+                compressed, int(first("max_position_embeddings") or 0), c
+            )
+            if compressed
+            else _rope_cache_elements(c, model_type, head_dim, mla, sliding_layers),
+            rope_cache_fp32=compressed is not None,
+            compressed_attention=compressed,
             vision_parameters=_vision_parameters(
                 top.get("vision_config")
                 or (
@@ -602,6 +628,13 @@ class ModelGeometry(BaseModel, frozen=True):
         return self.q_width if self.attention_groups else self.num_attention_heads * self.head_dim
 
     @property
+    def residual_width(self) -> int:
+        """Width of the residual stream: hidden_size, or DeepSeek-V4's hc_mult streams
+        (tokens, hc_mult, hidden) (vLLM 0.33.0 models/deepseek_v4/nvidia/model.py:937-945)."""
+        a = self.compressed_attention
+        return self.hidden_size * (a.hc_mult if a else 1)
+
+    @property
     def kv_width(self) -> int:
         if self.attention_groups:  # activation and LoRA widths: the widest layer's
             return max(g.kv_heads * g.head_dim for g in self.attention_groups)
@@ -618,7 +651,36 @@ class ModelGeometry(BaseModel, frozen=True):
         listed through the expert width (vLLM's FusedMoE LoRA path stacks per expert)."""
         h = self.hidden_size
         shapes: list[LinearShape] = []
-        if self.mla:
+        a = self.compressed_attention
+        if a:
+            # DeepSeek-V4 attention (vLLM 0.33.0 models/deepseek_v4/attention.py:252-288):
+            # fused_wqa_wkv (replicated), wq_b (column), wo_a (column, the grouped output
+            # projection), wo_b (row); the compressors' and indexers' linears are not listed
+            hd = self.num_attention_heads * a.head_dim
+            shapes += [
+                LinearShape(
+                    name="fused_wqa_wkv",
+                    in_features=h,
+                    out_slices=(a.q_lora_rank, a.head_dim),
+                    row_parallel=False,
+                ),
+                LinearShape(
+                    name="wq_b", in_features=a.q_lora_rank, out_slices=(hd,), row_parallel=False
+                ),
+                LinearShape(
+                    name="wo_a",
+                    in_features=hd // a.o_groups,
+                    out_slices=(a.o_groups * a.o_lora_rank,),
+                    row_parallel=False,
+                ),
+                LinearShape(
+                    name="wo_b",
+                    in_features=a.o_groups * a.o_lora_rank,
+                    out_slices=(h,),
+                    row_parallel=True,
+                ),
+            ]
+        elif self.mla:
             m = self.mla
             if m.q_lora_rank:
                 shapes.append(
@@ -668,14 +730,15 @@ class ModelGeometry(BaseModel, frozen=True):
                     row_parallel=False,
                 )
             )
-        shapes.append(
-            LinearShape(
-                name="o_proj",
-                in_features=self.attn_out_in_width,
-                out_slices=(h,),
-                row_parallel=True,
+        if not a:
+            shapes.append(
+                LinearShape(
+                    name="o_proj",
+                    in_features=self.attn_out_in_width,
+                    out_slices=(h,),
+                    row_parallel=True,
+                )
             )
-        )
         widths = []
         if not self.moe or self.moe.num_moe_layers < self.num_layers:
             widths.append(self.intermediate_size)
@@ -768,7 +831,46 @@ class ModelGeometry(BaseModel, frozen=True):
         p = self.per_layer_input_size
         return self.num_layers * (self.hidden_size * p) + self.num_layers * 2 * self.hidden_size * p
 
+    @cached_property
+    def v4_parts(self) -> V4Parts | None:
+        """DeepSeek-V4's parameters by storage format (deepseek_v4.parts), else None."""
+        a, e = self.compressed_attention, self.moe
+        if a is None or e is None:
+            return None
+        return v4_parts(
+            a,
+            hidden=self.hidden_size,
+            heads=self.num_attention_heads,
+            vocab=self.vocab_size,
+            experts=e.num_experts,
+            experts_per_token=e.experts_per_token,
+            expert_width=e.expert_intermediate_size,
+            shared_width=e.shared_intermediate_size,
+        )
+
+    def tp_replicated_bytes(self, dtype_bytes: float) -> int:
+        """Weight bytes every TP rank holds whole; 0 where the model's TP split is taken as
+        even (DeepSeek-V4: deepseek_v4.tp_replicated_bytes)."""
+        a, e = self.compressed_attention, self.moe
+        if a is None or e is None:
+            return 0
+        return v4_tp_replicated_bytes(
+            a,
+            hidden=self.hidden_size,
+            vocab=self.vocab_size,
+            experts=e.num_experts,
+            experts_per_token=e.experts_per_token,
+            dtype_bytes=dtype_bytes,
+        )
+
     def _attention_and_linear_parameters(self) -> int:
+        if self.compressed_attention:
+            # every layer's attention with its compressor / indexer and hyper-connection
+            # mixers (deepseek_v4.layer_parts)
+            a, h = self.compressed_attention, self.hidden_size
+            return sum(
+                sum(layer_parts(a, h, self.num_attention_heads, r)) for r in a.compress_ratios
+            )
         if self.attention_groups:
             return self._grouped_attention_parameters() + self._per_layer_input_linear_parameters()
         return (
@@ -848,6 +950,8 @@ class ModelGeometry(BaseModel, frozen=True):
     @cached_property
     def _parameter_count(self) -> int:
         """Total parameters of the language model (vision tower added separately)."""
+        if self.v4_parts is not None:
+            return self.v4_parts.total
         mlp, _ = self.mlp_parameters()
         return (
             self.embedding_parameters()
@@ -860,6 +964,8 @@ class ModelGeometry(BaseModel, frozen=True):
     def weight_bytes(self, dtype_bytes: float) -> int:
         """Bytes of weights at the model dtype; quantized checkpoints store linear weights at
         their format's size and embeddings, norms and the lm_head at the model dtype."""
+        if self.v4_parts is not None and self.compressed_attention is not None:
+            return v4_weight_bytes(self.v4_parts, self.compressed_attention, dtype_bytes)
         total = self.parameter_count()
         if not self.quantization:
             return int(total * dtype_bytes)
@@ -920,6 +1026,10 @@ class ModelGeometry(BaseModel, frozen=True):
         """KV cache bytes per token over the KV layers: 2·kv_heads·head_dim per layer, or one
         latent of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed
         latent). Hybrid linear-attention layers keep no per-token cache."""
+        if self.compressed_attention:
+            # DeepSeek-V4: compressed states and indexer keys in vLLM's fp8_ds_mla layout,
+            # whatever kv_dtype_bytes says (deepseek_v4.kv_bytes_per_token)
+            return math.ceil(v4_kv_bytes_per_token(self.compressed_attention))
         if self.attention_groups:
             # Gemma 4: each KV-owning layer caches K and V at its own shape (k_eq_v layers
             # still hold a V cache: vLLM's Attention gets num_kv_heads, gemma4.py:500-512)
@@ -1326,6 +1436,19 @@ def _read_quantization(q: Any) -> Quantization | None:
         bytes_per_param=bpp,
         unquantized=unquantized,
         part_bytes=tuple((p, b) for p, b in part_bytes if b != bpp),
+    )
+
+
+def _v4_quantization(a: CompressedAttention) -> Quantization | None:
+    """DeepSeek-V4 checkpoints: FP8 block linears (attention, shared experts, MTP projections)
+    beside routed experts at expert_format (deepseek_v4.read_deepseek_v4); the ignore lists of
+    the NVFP4 re-releases name the parts that stay FP8, not unquantized ones, so none is read."""
+    if a.expert_format is None:
+        return None
+    return Quantization(
+        method="fp8",
+        bytes_per_param=FP8_BYTES,
+        part_bytes=(("routed_experts", EXPERT_BYTES[a.expert_format]),),
     )
 
 

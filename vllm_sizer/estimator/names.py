@@ -29,6 +29,10 @@
 8. contained: a fine-tune whose name contains a catalog model's whole name with its size
    (`Hermes-3-Llama-3.1-8B` → `meta-llama/Llama-3.1-8B`).
 
+DeepSeek-V4 (model_type deepseek_v4) keeps FP8-block linears under every rule and varies in its
+experts only (_deepseek_v4_weights): `-NVFP4` NVFP4, `-FP8` and `-Base` FP8, `-MXFP4` or no suffix
+the entry's own; another format's suffix is refused.
+
 Where a rule matches several catalog models of different geometry, nothing is guessed: the
 result is a refusal naming the candidates. A name that matches nothing resolves to None.
 Every rule after 1 produces a note ("geometry of X assumed from the name Y: ...") that the
@@ -592,6 +596,64 @@ def _with_quant(model_id: str, quant: dict[str, Any] | None) -> dict[str, Any]:
     return got
 
 
+def _deepseek_v4_weights(
+    model_id: str, tokens: list[str], quant: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, str] | None:
+    """A DeepSeek-V4 name resolved to a catalog entry by its shapes: every DeepSeek-V4
+    checkpoint keeps its linears FP8-block and differs in the experts only (vLLM 0.33.0
+    models/deepseek_v4/quant_config.py:63-72: 'DeepSeek V4 checkpoints always use FP8 block
+    quantization for linear/attention layers', experts by expert_dtype: fp4 'e.g.
+    DeepSeek-V4-Flash', fp8 'e.g. DeepSeek-V4-Flash-Base'), so the config is never taken as
+    unquantized. A -Base name or an -FP8 suffix (sgl-project/DeepSeek-V4-Flash-FP8 and -Pro-FP8,
+    listed in ai-dynamo/aiconfigurator@095f58a51c4c aic-core/src/aiconfigurator_core/sdk/
+    common.py DEEPSEEK_V4_HF_MODELS) gets FP8 experts; an -NVFP4 suffix NVFP4 experts as
+    nvidia's re-releases (moe_quant_algo NVFP4), -MXFP4 the official MXFP4 experts; otherwise
+    the entry's own format. Another
+    format's suffix (AWQ, GPTQ, ...) is refused: vLLM 0.33.0 loads DeepSeek-V4 only through
+    DeepseekV4FP8Config. None for other models."""
+    config: dict[str, Any] = catalog.entry(model_id)["config"]
+    if str(config.get("model_type") or "") != "deepseek_v4":
+        return None
+    method = str((quant or {}).get("quant_method") or "")
+    if method == "nvfp4":
+        experts, why = {"expert_dtype": "fp4"}, "NVFP4 experts from the name's suffix"
+        q = {**(config.get("quantization_config") or {}), "moe_quant_algo": "NVFP4"}
+    elif method == "mxfp4":
+        experts, why = {"expert_dtype": "fp4"}, "MXFP4 experts (the name's suffix)"
+        q = {
+            k: v
+            for k, v in (config.get("quantization_config") or {}).items()
+            if k != "moe_quant_algo"
+        }
+    elif method == "fp8" or (quant is None and "base" in tokens):
+        experts = {"expert_dtype": "fp8"}
+        why = (
+            "FP8-block experts from the name's -FP8 suffix"
+            if method == "fp8"
+            else "FP8-block experts: vLLM's quant_config.py names DeepSeek-V4-Flash-Base an "
+            "expert_dtype fp8 checkpoint"
+        )
+        q = {
+            k: v
+            for k, v in (config.get("quantization_config") or {}).items()
+            if k != "moe_quant_algo"
+        }
+    elif quant is None:
+        return config, "; the entry's weight format: DeepSeek-V4 checkpoints are all FP8-block"
+    else:
+        return None, (
+            f"a {method} DeepSeek-V4 checkpoint is not modelled: vLLM 0.33.0 loads DeepSeek-V4 "
+            "with FP8-block linears and MXFP4 / NVFP4 / FP8 experts only "
+            "(models/deepseek_v4/quant_config.py)"
+        )
+    key = (model_id, f"deepseek_v4:{experts['expert_dtype']}:{q.get('moe_quant_algo')}")
+    got = _DERIVED.get(key)
+    if got is None:
+        q = {**q, "quant_method": "fp8", "weight_block_size": [128, 128]}
+        got = _DERIVED[key] = {**config, **experts, "quantization_config": q}
+    return got, f"; FP8-block linears and {why}"
+
+
 def _without_quant(model_id: str) -> dict[str, Any]:
     """The entry's config without its quantization_config (kept for the process, like
     _with_quant's)."""
@@ -701,6 +763,13 @@ def _resolve(name: str) -> ModelResolution:
             )
         if chosen is None:
             return None
+        v4 = _deepseek_v4_weights(chosen, tokens, quant)
+        if v4 is not None:
+            v4_config, tail = v4
+            if v4_config is None:
+                return ModelResolution(name, None, None, "none", refusal=f"{name!r}: {tail}")
+            note = f"geometry of {chosen} assumed from the name {name!r} ({why}{tail})"
+            return ModelResolution(name, chosen, v4_config, rule, note=note)
         config = _with_quant(chosen, quant)
         unquantized = ""
         if quant is None and not _split_quant(tokens)[1] and config.get("quantization_config"):
