@@ -304,3 +304,24 @@ def test_every_vendor_row_has_a_source():
     for row in images.VENDOR_IMAGES:
         assert row.source and ("@" in row.source or "docs" in row.source)
         assert row.device in (None, "cpu", "cuda", "rocm", "other")
+
+
+def test_an_empty_value_of_an_optional_setting_is_vllms_default_not_an_error():
+    # vLLM reads "" and "None" of an Optional config field as None (optional_type): llm-d's
+    # `--kv-cache-memory-bytes=${KV_CACHE_MEMORY_BYTES-}` with the variable unset starts fine
+    for raw in ("", "None"):
+        parsed = parse_vllm_args([f"--kv-cache-memory-bytes={raw}", "--kv-offloading-size", raw,
+                                  "Qwen/Qwen3-0.6B"])
+        assert "kv_cache_memory_bytes" not in parsed.values
+        assert "kv_offloading_size_gib" not in parsed.values
+        assert not [d for d in parsed.diagnostics if d.severity != "info"], parsed.diagnostics
+    # a non-optional setting still rejects it
+    parsed = parse_vllm_args(["--max-num-seqs=", "Qwen/Qwen3-0.6B"])
+    assert [d for d in parsed.diagnostics if d.severity == "error"]
+
+
+def test_a_value_left_as_an_unknown_expansion_is_said_once_not_as_a_bad_number():
+    parsed = parse_vllm_args(["--data-parallel-start-rank", "$START_RANK",
+                              "--max-model-len", "${MAX_LEN}", "Qwen/Qwen3-0.6B"])
+    assert not [d for d in parsed.diagnostics if d.severity == "error"], parsed.diagnostics
+    assert "max_model_len" not in parsed.values

@@ -631,6 +631,13 @@ def run_script(
         return _run_script(script, env, unknown, maybe_env, positional)
 
 
+def _holds_unresolved(value: str, unresolved: list[str]) -> bool:
+    """Whether an assigned value holds an expansion whose value is unknown (left literal in the
+    word): the variable's value is unknown, never that literal text, which a later unquoted
+    `$NAME` would split into words the script never had (`R=$(( ${I:-0} * N ))`)."""
+    return any(u in value for u in unresolved)
+
+
 _ARRAY_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=\x1f(.*)", re.S)
 
 
@@ -696,7 +703,7 @@ def _run_script(
             if skip_assign:
                 continue
             for name, value in prefix.items():
-                if not budget.take_assignment(name, value):
+                if not budget.take_assignment(name, value) or _holds_unresolved(value, unresolved):
                     _forget(name)
                     continue
                 vars_[name] = value
@@ -712,7 +719,9 @@ def _run_script(
             for arg in cmd[1:]:
                 m = _ASSIGN_RE.match(arg)
                 if m:
-                    if not budget.take_assignment(m.group(1), m.group(2)):
+                    if not budget.take_assignment(m.group(1), m.group(2)) or _holds_unresolved(
+                        m.group(2), unresolved
+                    ):
                         _forget(m.group(1))
                         continue
                     vars_[m.group(1)] = m.group(2)

@@ -219,6 +219,17 @@ CHOICES = {
 }
 
 
+# Settings whose vLLM config field is Optional: argparse's type is optional_type(...), which
+# reads "" and "None" as None, i.e. the default (vllm 0.33.0 engine/arg_utils.py:173-179 and
+# :435-437; vllm/config/cache.py:374 kv_cache_memory_bytes: int | None, :383 kv_offloading_size:
+# float | None). Both flags came in with the config-dataclass parser; earlier versions that
+# have them are assumed to read "" the same way.
+OPTIONAL_DESTS = frozenset({"kv_cache_memory_bytes", "kv_offloading_size_gib"})
+# A value still holding a shell expansion the reader could not resolve (`$X`, `${X}`,
+# `$((…))`); not Kubernetes' `$(X)`, which reaches vLLM as written when X is not defined.
+_UNEXPANDED = re.compile(r"\$(?:[A-Za-z_{]|\(\()")
+
+
 def parse_token_count(raw: str) -> int:
     """'4k' → 4000, '4K' → 4096, '2048' → 2048. Raises ValueError on anything else."""
     m = _TOKENS_RE.match(raw)
@@ -624,12 +635,24 @@ def parse_vllm_args(
         if auto is not None:
             out.diagnostics.append(auto)
             continue
+        if target in OPTIONAL_DESTS and raw in ("", "None"):
+            continue  # vLLM's optional_type reads these as None: its default, no error
         try:
             value = _convert(conv, raw, target)
         except ValueError as exc:
-            out.diagnostics.append(
-                Diagnostic("error", f"{exc}; vLLM's default used instead", flag, raw)
-            )
+            if _UNEXPANDED.search(raw):  # the shell reader already said the value is unknown
+                out.diagnostics.append(
+                    Diagnostic(
+                        "info",
+                        "value known only when the container runs; vLLM's default used",
+                        flag,
+                        raw,
+                    )
+                )
+            else:
+                out.diagnostics.append(
+                    Diagnostic("error", f"{exc}; vLLM's default used instead", flag, raw)
+                )
             continue
         if target == "model":
             if (
