@@ -1882,7 +1882,11 @@ def _read_invocation(
             version=version,
             config_loader=loader,
             positional_model=located.positional,
-            strict=True,
+            # Dynamo's worker adds its own flags (--is-prefill-worker, --dyn-tool-call-parser,
+            # --connector, ...; ai-dynamo/dynamo components/src/dynamo/vllm/backend_args.py and
+            # dynamo.common's runtime group, which change between its releases) to vLLM's
+            # parser: a flag vLLM lacks is one of them or Dynamo's error, not vLLM's
+            strict=not c.get("_dynamo"),
             version_floor=floor,
         )
         if not located.positional:  # the api_server module takes no positional model
@@ -1915,7 +1919,11 @@ def _read_invocation(
             diags.append(
                 Diagnostic(
                     "info",
-                    "flags without a known memory effect, not read: "
+                    (
+                        "flags that are not vLLM's (Dynamo's own, or unknown to both), not read: "
+                        if c.get("_dynamo")
+                        else "flags without a known memory effect, not read: "
+                    )
                     + " ".join(dict.fromkeys(parsed.unknown_flags)),
                 )
             )
