@@ -325,3 +325,18 @@ def test_a_value_left_as_an_unknown_expansion_is_said_once_not_as_a_bad_number()
                               "--max-model-len", "${MAX_LEN}", "Qwen/Qwen3-0.6B"])
     assert not [d for d in parsed.diagnostics if d.severity == "error"], parsed.diagnostics
     assert "max_model_len" not in parsed.values
+
+
+def test_a_value_on_a_valueless_flag_is_an_error_only_where_every_possible_version_exits():
+    # kubeai llama-3.1-405b mi300x: `--enable-chunked-prefill=false` with an image whose tag
+    # names no vLLM version: 0.6's StoreBoolean took the value, the BooleanOptionalAction of
+    # later versions exits; said as an error (the pod will not start) only when the version
+    # is known to exit
+    args = ["Qwen/Qwen3-0.6B", "--enable-chunked-prefill=false"]
+    unknown = parse_vllm_args(args, strict=True)
+    (d,) = unknown.diagnostics
+    assert d.severity == "warning" and "0.6.0" in d.message and "take the value" in d.message
+    assert unknown.values["enable_chunked_prefill"] is False
+    known = parse_vllm_args(args, version=VllmVersion.parse("0.12.0"), strict=True)
+    assert [x.severity for x in known.diagnostics] == ["error"]
+    assert not parse_vllm_args(args, version=VllmVersion.parse("0.6.0"), strict=True).diagnostics

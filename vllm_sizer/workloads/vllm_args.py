@@ -565,13 +565,8 @@ def parse_vllm_args(
         if kind in vf.VALUELESS and explicit is not None:
             if strict:
                 out.diagnostics.append(
-                    Diagnostic(
-                        "error",
-                        f"vLLM {used.version}'s {flag} takes no value (argparse: ignored "
-                        f"explicit argument): vLLM exits, the pod will not start; use {flag} or "
-                        f"its negative form",
-                        flag,
-                        explicit,
+                    _valueless_with_value(
+                        flag, explicit, used, version, lookup, pname, version_floor
                     )
                 )
             try:
@@ -711,6 +706,47 @@ def parse_vllm_args(
                 )
             )
     return out
+
+
+def _valueless_with_value(
+    flag: str,
+    explicit: str,
+    used: vf.OptionTable,
+    version: VllmVersion | None,
+    lookup: str,
+    pname: vf.Parser,
+    floor: str | None,
+) -> Diagnostic:
+    """`--enable-chunked-prefill=false` where the flag takes no value (a BooleanOptionalAction
+    from the config-dataclass parser on): argparse's error, unless the image can be a version
+    whose flag still took one (0.6's StoreBoolean with nargs='?'), which the tag does not say."""
+    why = (
+        f"{flag} takes no value (argparse: ignored explicit argument); use {flag} or its "
+        "negative form"
+    )
+    if version is None:
+        every = [t.version for t in _range_of(None, pname, floor)]
+        taking = [
+            t.version
+            for t in _range_of(None, pname, floor)
+            if (a := vf.match(t, lookup)).option is not None and a.kind not in vf.VALUELESS
+        ]
+        if taking:
+            rejecting = [v for v in every if v not in taking]
+            return Diagnostic(
+                "warning",
+                f"{why}: vLLM {_spans(rejecting)} exit on it, {_spans(taking)} take the value; "
+                "the image tag does not say which version runs: with one that exits the pod "
+                "will not start",
+                flag,
+                explicit,
+            )
+    return Diagnostic(
+        "error",
+        f"vLLM {used.version}'s {why}: vLLM exits, the pod will not start",
+        flag,
+        explicit,
+    )
 
 
 def _rejection(
