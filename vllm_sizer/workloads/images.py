@@ -288,6 +288,19 @@ def is_cpu_image(image: str | None) -> bool:
 FIRST_VLLM_RELEASE = (0, 1, 0)
 
 
+# Images whose `vllm serve` takes more options than vLLM's own parser: a flag vLLM lacks may be
+# theirs, so it is listed, not said to stop the pod. vLLM-Omni's image (vllm/vllm-omni) adds
+# --omni, --stage-configs-path and more to vllm serve; its tag follows the vLLM release it is
+# built on ("vLLM-Omni is released against the matching upstream vLLM major/minor version",
+# docs.vllm.ai/projects/vllm-omni getting_started/installation), so the tag is read as vLLM's.
+PARSER_EXTENDING_IMAGES = {"vllm-omni": "vLLM-Omni's"}
+
+
+def extends_vllm_parser(image: str | None) -> str | None:
+    """Whose options an image adds to vLLM's parser ("vLLM-Omni's"), or None."""
+    return PARSER_EXTENDING_IMAGES.get(repo_name(image))
+
+
 def image_version(image: str | None) -> VllmVersion | None:
     """The vLLM version in an image tag (v0.11.0, 0.10.1.1, v0.11.0-cpu), for images whose
     repository names vLLM; None when the tag says nothing (latest, nightly, a digest) or the

@@ -1871,6 +1871,8 @@ def _read_invocation(
     if files:
         loader = _script_files_loader(files, loader, diags)
     hf_args = None
+    # whose options the command line's parser adds to vLLM's (None: vLLM's own parser)
+    extension = "Dynamo's" if c.get("_dynamo") else images.extends_vllm_parser(image)
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
     else:
@@ -1886,7 +1888,7 @@ def _read_invocation(
             # --connector, ...; ai-dynamo/dynamo components/src/dynamo/vllm/backend_args.py and
             # dynamo.common's runtime group, which change between its releases) to vLLM's
             # parser: a flag vLLM lacks is one of them or Dynamo's error, not vLLM's
-            strict=not c.get("_dynamo"),
+            strict=not extension,
             version_floor=floor,
         )
         if not located.positional:  # the api_server module takes no positional model
@@ -1920,8 +1922,9 @@ def _read_invocation(
                 Diagnostic(
                     "info",
                     (
-                        "flags that are not vLLM's (Dynamo's own, or unknown to both), not read: "
-                        if c.get("_dynamo")
+                        f"flags that are not vLLM's ({extension} own, or unknown to both), "
+                        "not read: "
+                        if extension
                         else "flags without a known memory effect, not read: "
                     )
                     + " ".join(dict.fromkeys(parsed.unknown_flags)),
