@@ -52,7 +52,7 @@ FLOOR_GENERATIONS: list[tuple[int, dict[str, float]]] = [
     (279, {"found": 0.996, "read_right": 0.996, "sized": 0.914, "sized_known_model": 0.978}),
     (344, {"found": 0.994, "read_right": 0.994, "sized": 0.906, "sized_known_model": 0.975}),
     (412, {"found": 0.995, "read_right": 0.995, "sized": 0.904, "sized_known_model": 0.968}),
-    (437, {"found": 0.995, "read_right": 0.991, "sized": 0.904, "sized_known_model": 0.963}),
+    (437, {"found": 0.995, "read_right": 0.995, "sized": 0.909, "sized_known_model": 0.969}),
 ]
 FLOORS = FLOOR_GENERATIONS[-1][1]  # the whole corpus (scripts/corpus_report.py prints these)
 
@@ -64,10 +64,6 @@ XFAIL_SERVERS: dict[str, str] = {
         "args only, and the image's ENTRYPOINT is not known: not found (LeaderWorkerSet llama3-405b-lws container vllm-leader)",
     'ai-on-gke/serving-llama2-70b-l4-deployment.yaml::Deployment/llm/vllm':
         "args only, and the image's ENTRYPOINT is not known: not found (Deployment llm container vllm)",
-    'opea/helm-chatqna-rocm.yaml::Deployment/chatqna-vllm/vllm':
-        "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
-    'opea/helm-agentqna-rocm.yaml::Deployment/agentqna-vllm/vllm':
-        "vLLM command line hidden in an image script: command line not read (settings None): no vLLM command found (vllm serve, the api_server module, or KServe's hug...",
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one
