@@ -340,3 +340,56 @@ def test_a_value_on_a_valueless_flag_is_an_error_only_where_every_possible_versi
     known = parse_vllm_args(args, version=VllmVersion.parse("0.12.0"), strict=True)
     assert [x.severity for x in known.diagnostics] == ["error"]
     assert not parse_vllm_args(args, version=VllmVersion.parse("0.6.0"), strict=True).diagnostics
+
+# ------------------------------------------------------------------ api_server.py run as a script
+OPEA_ROCM_ARGS = ["--swap-space", "16", "--disable-log-requests", "--dtype", "float16",
+                  "--num-scheduler-steps", "1", "--distributed-executor-backend", "mp",
+                  "--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--host", "0.0.0.0",
+                  "--port", "2080", "--download-dir", "/data"]
+
+
+def test_a_vendor_images_copy_of_the_api_server_runs_as_a_script():
+    """opea/vllm-rocm copies vLLM's api_server.py to /workspace/api_server.py and runs it as a
+    script (GenAIComps Dockerfile.amd_gpu); OPEA's charts write that command: it is vLLM's
+    OpenAI server, read like `python3 -m vllm.entrypoints.openai.api_server`."""
+    c = {"image": "opea/vllm-rocm:latest", "command": ["python3", "/workspace/api_server.py"],
+         "args": OPEA_ROCM_ARGS, "resources": {"limits": {"amd.com/gpu": "1"}}}
+    w = read_workloads(pod(c))[0]
+    assert w.settings is not None, msgs(w, "warning")
+    assert w.model == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert w.settings.swap_space_gib == 16 and str(w.settings.dtype) == "float16"
+    assert w.device == "rocm"
+    assert any("api_server.py" in m for m in msgs(w, "info"))
+    # args only: the image's ENTRYPOINT is that script
+    w = read_workloads(pod({**c, "command": None}))[0]
+    assert w.settings is not None and w.model == "meta-llama/Meta-Llama-3-8B-Instruct"
+
+
+def test_the_api_server_file_of_an_installed_vllm_runs_as_a_script():
+    """`python3 .../vllm/entrypoints/openai/api_server.py` runs the module's file: any image."""
+    w = read_workloads(pod({"image": "example.org/llm:1", "command": [
+        "python3", "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py",
+        "--model", "Qwen/Qwen3-0.6B", "--max-model-len", "4096"]}))[0]
+    assert w.settings is not None and w.model == "Qwen/Qwen3-0.6B"
+    assert w.settings.max_model_len == 4096
+
+
+def test_a_script_named_api_server_elsewhere_is_not_vllm():
+    """Another project's api_server.py (not at the path a known image copies vLLM's to, not in a
+    vllm/entrypoints directory) is no vLLM server."""
+    for image in ("example.org/chat:1", "opea/vllm-rocm:latest"):
+        ws = read_workloads(pod({"image": image, "command": [
+            "python3", "/app/api_server.py", "--model", "Qwen/Qwen3-0.6B"]}))
+        assert all(w.settings is None for w in ws)
+
+
+def test_api_server_script_keeps_python_options_and_wrappers():
+    from vllm_sizer.workloads.execution import as_api_server_module
+
+    argv = ["env", "A=1", "python3", "-u", "-W", "ignore", "/workspace/api_server.py", "--model", "m"]
+    assert as_api_server_module(argv, "/workspace/api_server.py") == [
+        "env", "A=1", "python3", "-u", "-W", "ignore", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "m"]
+    assert as_api_server_module(argv) is None  # no copy known: an unknown script
+    assert as_api_server_module(["python3", "-c", "x", "/workspace/api_server.py"],
+                                "/workspace/api_server.py") is None

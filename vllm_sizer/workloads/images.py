@@ -55,6 +55,9 @@ class VendorImage:
     source: str
     # a repository that holds unrelated images: only tags that start with this are the row's
     tag_prefix: str | None = None
+    # a path in the image holding a copy of vLLM's vllm/entrypoints/openai/api_server.py, run
+    # as a script (`python3 <path> --model ...`): vLLM's OpenAI server, read as the module
+    api_server_copy: str | None = None
 
 
 _API = ("python3", "-m", "vllm.entrypoints.openai.api_server")
@@ -105,6 +108,16 @@ VENDOR_IMAGES: tuple[VendorImage, ...] = (
         "cpu",
         "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
         "comps/third_parties/vllm/src/build_docker_vllm.sh (vllm docker/Dockerfile.cpu)",
+    ),
+    VendorImage(
+        "opea/vllm-rocm",
+        ("python3", "/workspace/api_server.py"),
+        "rocm",
+        "opea-project/GenAIComps@1f255aa7e9c8d091e4b8fae2ebb53f4f72c22c73:"
+        "comps/third_parties/vllm/src/Dockerfile.amd_gpu (FROM rocm/vllm:rocm6.3.1_instinct_"
+        "vllm0.8.3_20250410; RUN cp .../vllm/entrypoints/openai/api_server.py "
+        "/workspace/api_server.py; ENTRYPOINT python3 /workspace/api_server.py)",
+        api_server_copy="/workspace/api_server.py",
     ),
     VendorImage(
         "opea/vllm-gaudi",
@@ -340,6 +353,12 @@ def entrypoint_for(image: str | None) -> list[str] | None:
             if version.tuple >= first:
                 chosen = ep
     return list(chosen)
+
+
+def api_server_copy(image: str | None) -> str | None:
+    """Where a known vendor image keeps its copy of vLLM's api_server.py (VendorImage)."""
+    row = vendor_image(image)
+    return row.api_server_copy if row is not None else None
 
 
 def preloads_tcmalloc(image: str | None) -> bool:

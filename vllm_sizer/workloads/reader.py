@@ -49,7 +49,7 @@ from .api_names import (
     SIZED_LABEL,
 )
 from .device import claim_device_classes, detect_device
-from .execution import executed, executes_vllm
+from .execution import as_api_server_module, executed, executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import ModelConfigSource, ReadContext, Workload
@@ -1721,6 +1721,24 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 argv = args
         else:
             argv = args
+
+    as_module = as_api_server_module(argv, images.api_server_copy(image))
+    if as_module is not None:
+        # vLLM's api_server.py run as a script file (the installed module's file, or the copy a
+        # known image keeps of it): vLLM's OpenAI server, read as `python -m <module>`
+        # the script's place: the first word that differs (`-m MODULE` replaced it)
+        at = next(
+            k for k, (old, new) in enumerate(zip(argv, as_module, strict=False)) if old != new
+        )
+        script = argv[at]
+        diags.append(
+            Diagnostic(
+                "info",
+                f"{script} is vLLM's api_server.py run as a script: read as "
+                f"`python -m {as_module[at + 1]}`",
+            )
+        )
+        argv = as_module
 
     mounted = _mounted_files(view, info.context.config_maps)
     found = _locate_all(argv, env, unknown, maybe_env, files=mounted)
