@@ -21,6 +21,7 @@ from vllm_sizer.estimator.settings import EngineSettings
 from vllm_sizer.policy.review import review_object
 from vllm_sizer.policy.settings import PolicySettings
 from vllm_sizer.workloads import Workload, parse_quantity, read_workloads
+from vllm_sizer.workloads.templates import is_template, process_template
 
 __all__ = ["CONTEXT_KINDS", "EngineSettings", "build_context", "load_documents", "read_workloads"]
 
@@ -136,7 +137,7 @@ def _load_chunks(text: str) -> list[Any]:
 @cache
 def documents(file: str) -> tuple[dict[str, Any], ...]:
     """The objects of one corpus file, as `vllm-sizer check` loads them (check.load_documents:
-    empty documents dropped, `List` kinds flattened), parsed with libyaml when it is there:
+    empty documents dropped, `List` kinds flattened, Templates processed), parsed with libyaml when it is there:
     the pure-Python parser takes most of the corpus's run time. test_check_cli_reads_the_corpus
     compares these with what check's own loader gives."""
     docs: list[dict[str, Any]] = []
@@ -147,6 +148,8 @@ def documents(file: str) -> tuple[dict[str, Any], ...]:
             raise TypeError(f"{file}: a document is not a mapping")
         if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List") and "items" in doc:
             docs.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
+        elif is_template(doc):  # check processes a Template as `oc process` does
+            docs.extend(process_template(doc).objects)
         else:
             docs.append(doc)
     return tuple(docs)

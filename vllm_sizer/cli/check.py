@@ -19,7 +19,7 @@ import yaml
 from ..policy.cluster import ClusterContext
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
-from ..workloads import limits
+from ..workloads import limits, templates
 from ..workloads.api_names import VALIDATING_WEBHOOK_NAME
 
 CONTEXT_KINDS = {"LimitRange", "ServingRuntime", "ClusterServingRuntime"}
@@ -109,7 +109,8 @@ def _document_chunks(text: str) -> list[str]:
 
 
 def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> list[dict[str, Any]]:
-    """The Kubernetes objects in the files (List kinds flattened). With `errors`, an unreadable
+    """The Kubernetes objects in the files (List kinds flattened, OpenShift Templates processed
+    as `oc process` does with their parameters' defaults: workloads/templates.py). With `errors`, an unreadable
     file or document is described there (file and document number) and reading goes on with
     the next; without it the first problem raises InputError."""
     docs: list[dict[str, Any]] = []
@@ -152,6 +153,13 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
                             docs.append(item)
                         else:
                             problems.append(f"{where} item {k}: not a Kubernetes object")
+                elif templates.is_template(doc):
+                    # `oc process` with the parameters' defaults: its objects are read as
+                    # objects (the webhook never receives a Template: the API server creates
+                    # nothing from one)
+                    processed = templates.process_template(doc)
+                    problems.extend(f"{where}: {p}" for p in processed.problems)
+                    docs.extend(processed.objects)
                 else:
                     docs.append(doc)
         if errors is None and problems:

@@ -32,6 +32,9 @@ ESTIMATOR_VERSION_ANNOTATION = PREFIX + "estimator-version"
 LAST_EVENT_ANNOTATION = PREFIX + "last-event"  # "<Reason> <digest>" of the last Event posted
 PODS_ANNOTATION = PREFIX + "pods"  # what the pod-level webhook did to the object's pods
 LAST_OOM_ANNOTATION = PREFIX + "last-oom"  # the last OOMKill of a sized container (JSON)
+# on an object `check` made from an OpenShift Template (templates.py): the Template and its
+# parameters whose value is unknown there (generated, or required with no value), JSON
+TEMPLATE_UNKNOWN_ANNOTATION = PREFIX + "template-unknown"
 
 # ---- labels
 SIZED_LABEL = PREFIX + "sized"  # pod templates of sized workloads: the OOM watch selects by it

@@ -40,13 +40,14 @@ from typing import Any
 from ..estimator import catalog
 from ..estimator.names import hub_cache_id, resolve_model
 from ..estimator.versions import VllmVersion
-from . import images, kinds, limits, platforms, pyapp, vllm_flags
+from . import images, kinds, limits, platforms, pyapp, templates, vllm_flags
 from .api_names import (
     ANNOTATION_MODEL_CONFIG,
     ANNOTATION_SKIP,
     ANNOTATION_VLLM_CONFIG,
     MODEL_CONFIGS_LABEL,
     SIZED_LABEL,
+    TEMPLATE_UNKNOWN_ANNOTATION,
 )
 from .device import claim_device_classes, detect_device
 from .execution import as_api_server_module, executed, executes_vllm
@@ -247,6 +248,9 @@ class _ObjectInfo:
         raw = annotations.get(ANNOTATION_MODEL_CONFIG)
         if raw is not None:
             info._read_model_config(raw)
+        raw = annotations.get(TEMPLATE_UNKNOWN_ANNOTATION)
+        if raw is not None:
+            info.diagnostics.extend(templates.unknown_parameter_notes(raw))
         raw = annotations.get(ANNOTATION_VLLM_CONFIG)
         if raw is not None:
             try:
@@ -332,7 +336,11 @@ class _ObjectInfo:
 # ---------------------------------------------------------------------------- public API
 def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> list[Workload]:
     """One Workload per vLLM container of a parsed Kubernetes object; [] when the object is not
-    a workload kind or runs no vLLM. Never raises."""
+    a workload kind or runs no vLLM. Never raises. An OpenShift Template gives the Workloads of
+    the objects `oc process` makes from it (templates.py), never patchable: `check` flattens
+    Templates before reading, and the webhook never receives one."""
+    if templates.is_template(obj):
+        return _read_template(obj, context)
     with limits.budget() as budget:
         try:
             if not isinstance(obj, dict):
@@ -381,6 +389,22 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
         except Exception:  # noqa: BLE001 - the reader must never raise
             pass
         return out
+
+
+def _read_template(obj: dict[str, Any], context: ReadContext | None) -> list[Workload]:
+    try:
+        processed = templates.process_template(obj)
+    except Exception:  # noqa: BLE001 - the reader must never raise
+        return []
+    out: list[Workload] = []
+    for o in processed.objects:
+        for w in read_workloads(o, context):
+            w.patchable = False
+            w.diagnostics.extend(
+                Diagnostic("warning", p, container=w.container) for p in processed.problems
+            )
+            out.append(w)
+    return out
 
 
 # Labels the platforms put on the worker pods of a multi-node engine: (label, what it names)
