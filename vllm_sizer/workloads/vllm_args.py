@@ -399,6 +399,18 @@ def parse_vllm_args(
         if after_dd or not vf.looks_like_option(tok):
             if positional_model and out.model is None:
                 out.model = tok
+            elif _UNEXPANDED.search(tok):
+                # a word still holding a shell expansion the reader could not resolve
+                # (`$VLLM_ADDITIONAL_ARGS` with no known value): the shell reader already said
+                # it; when the container runs it is other words, or none when unset
+                out.diagnostics.append(
+                    Diagnostic(
+                        "info",
+                        "words known only when the container runs (none when unset); "
+                        "not read as vLLM arguments",
+                        raw=tok,
+                    )
+                )
             else:
                 out.diagnostics.append(
                     Diagnostic(
