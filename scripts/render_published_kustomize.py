@@ -47,20 +47,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("repo")
     ap.add_argument("commit")
     ap.add_argument("dir", help="the kustomization's folder in the repository")
-    ap.add_argument("--within", action="append", default=[],
-                    help="archive only these folders (repeatable)")
+    ap.add_argument(
+        "--within", action="append", default=[], help="archive only these folders (repeatable)"
+    )
     ap.add_argument("--note", default="")
     ap.add_argument("-o", dest="out", required=True)
     a = ap.parse_args(argv)
     kubectl = _kubectl()
-    version = subprocess.run([kubectl, "version", "--client", "-o", "yaml"], check=True,
-                             capture_output=True, text=True).stdout
-    git_version = next((line.split(":", 1)[1].strip() for line in version.splitlines()
-                        if line.strip().startswith("gitVersion:")), "?")
+    version = subprocess.run(
+        [kubectl, "version", "--client", "-o", "yaml"], check=True, capture_output=True, text=True
+    ).stdout
+    git_version = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in version.splitlines()
+            if line.strip().startswith("gitVersion:")
+        ),
+        "?",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         extract(a.repo, a.commit, tmp, a.within)
-        body = subprocess.run([kubectl, "kustomize", str(Path(tmp) / a.dir)], check=True,
-                              capture_output=True, text=True).stdout
+        body = subprocess.run(
+            [kubectl, "kustomize", str(Path(tmp) / a.dir)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     cmd = f"kubectl kustomize {a.repo}@{a.commit}:{a.dir}"
     text = "# " + cmd + (f" ({a.note})" if a.note else "") + f" (kubectl {git_version})\n"
     Path(a.out).write_text(text + body)

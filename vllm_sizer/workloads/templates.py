@@ -78,8 +78,10 @@ class _Budget:
 def process_template(doc: dict[str, Any]) -> ProcessedTemplate:
     """The objects `oc process` makes from the Template with its parameters' defaults; never
     raises (a Template that cannot be processed gives no objects and a problem)."""
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    name = meta.get("name") if isinstance(meta.get("name"), str) else "?"
+    meta = doc.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    raw_name = meta.get("name")
+    name = raw_name if isinstance(raw_name, str) else "?"
     out = ProcessedTemplate(name)
     values: dict[str, str] = {}
     params = doc.get("parameters")
@@ -111,12 +113,14 @@ def process_template(doc: dict[str, Any]) -> ProcessedTemplate:
         out.problems.append(f"Template {name}: objects is not a list: not processed")
         return out
     budget = _Budget()
-    labels = doc.get("labels") if isinstance(doc.get("labels"), dict) else {}
+    raw_labels = doc.get("labels")
+    raw_labels = raw_labels if isinstance(raw_labels, dict) else {}
     try:
         labels = {
-            str(_string(str(a), values, out, set(), budget, as_key=True)):
-            str(_string(str(b), values, out, set(), budget, as_key=True))
-            for a, b in labels.items()
+            str(_string(str(a), values, out, set(), budget, as_key=True)): str(
+                _string(str(b), values, out, set(), budget, as_key=True)
+            )
+            for a, b in raw_labels.items()
         }
     except limits.LimitExceeded as exc:
         out.problems.append(f"Template {name}: {exc}: not processed")
@@ -166,8 +170,9 @@ def _substitute(
         return _string(x, values, out, used, budget)
     if isinstance(x, dict):
         return {
-            (_string(k, values, out, used, budget, as_key=True) if isinstance(k, str) else k):
-            _substitute(v, values, out, used, budget)
+            (
+                _string(k, values, out, used, budget, as_key=True) if isinstance(k, str) else k
+            ): _substitute(v, values, out, used, budget)
             for k, v in x.items()
         }
     if isinstance(x, list):
@@ -218,8 +223,14 @@ def unknown_parameter_notes(raw: str) -> list[Diagnostic]:
         template = str(loaded["template"])
         params = {str(k): str(v) for k, v in dict(loaded["parameters"]).items()}
     except (ValueError, KeyError, TypeError, RecursionError):
-        return [Diagnostic("warning", "annotation is not what `check` writes: ignored",
-                           TEMPLATE_UNKNOWN_ANNOTATION, raw[:80])]
+        return [
+            Diagnostic(
+                "warning",
+                "annotation is not what `check` writes: ignored",
+                TEMPLATE_UNKNOWN_ANNOTATION,
+                raw[:80],
+            )
+        ]
     return [
         Diagnostic(
             "warning",
