@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..policy.cluster import ClusterContext
+from ..policy.messages import printable
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
 from ..workloads import limits
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
             )
             results.append((doc, None))
     for problem in errors:
-        print(f"vllm-sizer check: {problem}", file=sys.stderr)
+        print(f"vllm-sizer check: {printable(problem)}", file=sys.stderr)
     decided = [(doc, r) for doc, r in results if r is not None]
     if args.output == "json":
         print(json.dumps([row for _, r in decided for row in json_rows(r)], indent=2))
@@ -274,4 +275,5 @@ def render_text(results: list[ObjectDecision]) -> str:
             )
         for w in r.warnings:
             lines.append(f"  Warning: {w}")
-    return "\n".join(lines)
+    # names and values come from the manifest: escaped, never interpreted by the terminal
+    return "\n".join(printable(line) for line in lines)

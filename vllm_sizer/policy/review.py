@@ -301,10 +301,17 @@ def review_object(
         read = read_workloads
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     meta = meta if isinstance(meta, dict) else {}
+    # the object's identity as the API server types it (strings): a mutant's float namespace
+    # or list name is no identity, and str() of a huge one would be megabytes
+    kind, namespace, name = (
+        obj.get("kind") if isinstance(obj, dict) else None,
+        meta.get("namespace"),
+        meta.get("name"),
+    )
     result = ObjectDecision(
-        kind=str(obj.get("kind", "")) if isinstance(obj, dict) else "",
-        namespace=meta.get("namespace"),
-        name=str(meta.get("name", "")),
+        kind=kind if isinstance(kind, str) else "",
+        namespace=namespace if isinstance(namespace, str) else None,
+        name=name if isinstance(name, str) else "",
         verdict="allow",
         containers=[],
     )
