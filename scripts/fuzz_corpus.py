@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.hardening.corpus_mutants import corpus, run_one
+from tests.hardening.corpus_mutants import Failure, corpus, run_one
 
 
 def main() -> int:
@@ -54,7 +54,10 @@ def main() -> int:
     seed = args.start
     for seed in range(args.start, args.start + args.mutants):
         source = sources[seed % len(sources)]
-        fails, _ = run_one(source, seed, cli=args.cli_every > 0 and seed % args.cli_every == 0)
+        try:
+            fails, _ = run_one(source, seed, cli=args.cli_every > 0 and seed % args.cli_every == 0)
+        except Exception as exc:  # noqa: BLE001 - the harness's own failure, counted apart
+            fails = [Failure(f"harness {type(exc).__name__}", str(exc)[:200], str(source))]
         for f in fails:
             classes[f.cls] += 1
             first.setdefault(f.cls, (seed, str(f)))

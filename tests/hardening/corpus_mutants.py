@@ -31,6 +31,7 @@ import copy
 import io
 import json
 import random
+import re
 import sys
 import time
 import traceback
@@ -49,6 +50,7 @@ from vllm_sizer.workloads.reader import read_workloads
 
 CORPUS = Path(__file__).parents[1] / "data" / "published"
 TIME_BUDGET_S = 1.0
+K8S_QUANTITY = re.compile(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
 MAX_BODY = 3 * 2**20  # kube-apiserver's request body limit (maxRequestBodyBytes)
 
 # ------------------------------------------------------------------------------ the corpus
@@ -487,7 +489,7 @@ def mutate(doc: dict[str, Any], rng: random.Random, rounds: int | None = None) -
             break
         try:
             done.append(rng.choice(fns)(rng, out))
-        except (KeyError, IndexError, TypeError):
+        except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError):
             done.append("(mutation skipped)")
     return out, done
 
@@ -692,8 +694,41 @@ def _compare(before: Any, after: Any, ops: list[dict[str, Any]], ctx: Any) -> li
         if old is not None and (new is None or new < old):
             fails.append(Failure("lowered", f"{p}: {v!r} → {ma.get(p)!r}"))
     for p, v in ma.items():
-        if mb.get(p) != v and _q(v) is None:
+        if mb.get(p) != v and not (isinstance(v, str) and K8S_QUANTITY.fullmatch(v)
+                                   and (_q(v) or 0) <= 2**63 - 1):
             fails.append(Failure("invalid-quantity-written", f"{p}: {v!r}"))
+    for p, res in nodes(after):
+        if not (p and p[-1] == "resources" and isinstance(res, dict)):
+            continue
+        lim, req = (_q((res.get(k) or {}).get("memory")) if isinstance(res.get(k), dict)
+                    else None for k in ("limits", "requests"))
+        if lim is not None and req is not None and req > lim:
+            try:
+                old = get(before, p)
+                olim, oreq = (_q((old.get(k) or {}).get("memory")) if isinstance(old.get(k), dict)
+                              else None for k in ("limits", "requests"))
+            except (KeyError, IndexError, TypeError, AttributeError):
+                olim = oreq = None
+            if not (olim is not None and oreq is not None and oreq > olim):
+                fails.append(Failure("request-above-limit-written",
+                                     f"{pointer(p)}: request {req} > limit {lim}"))
+    for path, c in containers(before):
+        env = c.get("env")
+        if not isinstance(env, list):
+            continue
+        try:
+            env_after = get(after, (*path, "env"))
+        except (KeyError, IndexError, TypeError):
+            env_after = None
+        kept = env_after if isinstance(env_after, list) else []
+        for e in env:
+            if isinstance(e, dict) and "valueFrom" in e and e not in kept:
+                fails.append(Failure("env-source-clobbered", f"{pointer(path)}: {e}"[:200]))
+        names = [e.get("name") for e in kept if isinstance(e, dict)]
+        old_names = [e.get("name") for e in env if isinstance(e, dict)]
+        dup = {n for n in names if names.count(n) > old_names.count(n) and old_names.count(n)}
+        if dup:
+            fails.append(Failure("env-duplicated", f"{pointer(path)}: {sorted(map(str, dup))}"))
     sized = _vllm_container_paths(before, ctx)
     for path, c in containers(before):
         ptr = pointer(path)
@@ -722,7 +757,8 @@ def _compare(before: Any, after: Any, ops: list[dict[str, Any]], ctx: Any) -> li
     return fails
 
 
-def check_cli(obj: dict[str, Any], source: Source, output: str = "json") -> list[Failure]:
+def check_cli(obj: dict[str, Any], source: Source, output: str = "json",
+              rng: random.Random | None = None) -> list[Failure]:
     """(b): the mutant among its file's other documents, through `vllm-sizer check`."""
     import tempfile
 
@@ -730,8 +766,15 @@ def check_cli(obj: dict[str, Any], source: Source, output: str = "json") -> list
 
     docs = list(source.docs)
     docs[source.index] = obj
+    twice = None
     try:
         text = yaml.safe_dump_all(docs, allow_unicode=True, sort_keys=False)
+        if rng is not None and rng.random() < 0.3:
+            twice = duplicate_key_yaml(obj, rng)
+            if twice is not None:
+                others = [d for i, d in enumerate(docs) if i != source.index]
+                text = twice[0] + "---\n" + yaml.safe_dump_all(others, allow_unicode=True,
+                                                                sort_keys=False)
     except (yaml.YAMLError, RecursionError, ValueError):
         return []
     fails = []
@@ -754,6 +797,8 @@ def check_cli(obj: dict[str, Any], source: Source, output: str = "json") -> list
             "utf-8", "replace")
     if took > TIME_BUDGET_S * max(1, len(docs)):
         fails.append(Failure("check-slow", f"{took:.2f}s for {len(docs)} documents"))
+    if twice is not None and twice[1] and "already defined" not in se:
+        fails.append(Failure("check-duplicate-key-not-said", se[:200]))
     if rc not in (0, 1, 2):
         fails.append(Failure("check-exit", f"rc={rc}"))
     if "Traceback" in se or "internal error" in se:
@@ -770,27 +815,34 @@ def check_cli(obj: dict[str, Any], source: Source, output: str = "json") -> list
     return fails
 
 
-def duplicate_key_yaml(doc: dict[str, Any], rng: random.Random) -> str | None:
-    """YAML text of `doc` with one `memory:` (or other) line duplicated with another value:
-    PyYAML keeps the last, the API server (strict decoding) rejects or keeps the last."""
-    text = yaml.safe_dump(doc, sort_keys=False)
+def duplicate_key_yaml(doc: dict[str, Any], rng: random.Random) -> tuple[str, bool] | None:
+    """YAML text of `doc` with one key line (`memory:`, `name:`, `image:`, `kind:`) written
+    again below itself, and whether the second value differs (then kubectl refuses the file,
+    and so must `check`), or one `- --flag` item repeated (a valid list)."""
+    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     lines = text.splitlines()
-    idx = [i for i, ln in enumerate(lines) if ln.strip().startswith(("memory:", "- --", "name:",
-                                                                      "image:", "kind:"))]
+    idx = [i for i, ln in enumerate(lines)
+           if ln.lstrip().startswith(("memory: ", "- --", "name: ", "image: ", "kind: "))]
     if not idx:
         return None
     i = rng.choice(idx)
     ln = lines[i]
+    if ln.lstrip().startswith("-"):
+        lines.insert(i + 1, ln)
+        return "\n".join(lines) + "\n", False
     key = ln.split(":", 1)[0]
-    lines.insert(i + 1, f"{key}: {rng.choice(['1Gi', '1e400', '-1Gi', 'x', '[]', '{}'])}"
-                 if ":" in ln and not ln.lstrip().startswith("-") else ln)
-    return "\n".join(lines) + "\n"
+    value = rng.choice(["1Gi", "1e400", "-1Gi", "x", "[]", "{}", ln.split(":", 1)[1].strip()])
+    lines.insert(i + 1, f"{key}: {value}")
+    return "\n".join(lines) + "\n", value != ln.split(":", 1)[1].strip()
 
 
 def run_one(source: Source, seed: int, *, cli: bool = True, mode: str | None = None) -> tuple[
         list[Failure], list[str]]:
     rng = random.Random(seed)
-    mutant, done = mutate(source.doc, rng)
+    try:
+        mutant, done = mutate(source.doc, rng)
+    except RecursionError:  # the harness's deep copy of a deeply nested mutant
+        return [], ["(too deep to copy)"]
     fails: list[Failure] = []
     if not isinstance(mutant, dict):
         return fails, done
@@ -802,9 +854,271 @@ def run_one(source: Source, seed: int, *, cli: bool = True, mode: str | None = N
         fails.append(Failure(f"webhook-crash {_frame(exc)}", str(exc)[:300]))
     if cli:
         try:
-            fails += check_cli(mutant, source, rng.choice(["json", "text", "yaml"]))
+            fails += check_cli(mutant, source, rng.choice(["json", "text", "yaml"]), rng)
         except Exception as exc:  # noqa: BLE001
             fails.append(Failure(f"cli-harness {_frame(exc)}", str(exc)[:300]))
+    extra = rng.random()
+    for check, when in ((lambda: check_truth(mutant, source), True),
+                        (lambda: check_tenants(mutant, source), extra < 0.3),
+                        (lambda: check_equivalent(source, random.Random(seed)), extra > 0.6)):
+        if not when:
+            continue
+        try:
+            fails += check()
+        except RecursionError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - recorded as the class
+            fails.append(Failure(f"crash {_frame(exc)}", str(exc)[:300]))
     for f in fails:
         f.source, f.mutations = str(source), done
     return fails, done
+
+
+# ------------------------------------------------------------------------------ more rules
+
+_TRUTH: dict[str, list[tuple[str, str, str]]] | None = None
+
+
+def truth_non_vllm(source: Source) -> list[tuple[Path_, dict[str, Any]]]:
+    """The document's containers that the corpus index says never run vLLM."""
+    global _TRUTH
+    if _TRUTH is None:
+        index = yaml.safe_load((CORPUS / "index.yaml").read_text())
+        _TRUTH = {e["file"]: [(c.get("kind"), c.get("name"), c.get("container"))
+                              for c in e.get("non_vllm_containers") or []]
+                  for e in index["files"]}
+    doc = source.doc
+    rows = _TRUTH.get(str(source.path.relative_to(CORPUS)), [])
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    return [(p, c) for p, c in containers(doc)
+            if (doc.get("kind"), meta.get("name"), c.get("name")) in rows]
+
+
+def check_truth(mutant: dict[str, Any], source: Source) -> list[Failure]:
+    """A container the corpus truth says is not vLLM, left as it was by the mutation, is never
+    read as a vLLM container (and so never sized or patched)."""
+    same_id = (mutant.get("kind") == source.doc.get("kind")
+               and isinstance(mutant.get("metadata"), dict)
+               and mutant["metadata"].get("name") == source.doc.get("metadata", {}).get("name"))
+    if not same_id:
+        return []
+    truth = truth_non_vllm(source)
+    if not truth:
+        return []
+    from vllm_sizer.policy.cluster import ClusterContext
+
+    # only mutants changed inside the original's vLLM containers (or its annotations): a
+    # mutation elsewhere may rightly change a container's role (no worker group left: the Ray
+    # head runs the engine)
+    ctx0 = ClusterContext.from_objects(source.docs, "vllm-sizer").read_context(_ns(source.doc))
+    undone = copy.deepcopy(mutant)
+    try:
+        for w in read_workloads(source.doc, ctx0):
+            parent, _, last = w.container_path.rpartition("/")
+            holder = _resolve(undone, parent)
+            key = int(last) if isinstance(holder, list) else last.replace("~1", "/").replace(
+                "~0", "~")
+            holder[key] = _resolve(source.doc, w.container_path)
+        undone["metadata"]["annotations"] = source.doc.get("metadata", {}).get("annotations")
+        if source.doc.get("metadata", {}).get("annotations") is None:
+            del undone["metadata"]["annotations"]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return []
+    if undone != source.doc:
+        return []
+    kept = [pointer(p) for p, _c in truth]
+
+    ctx = ClusterContext.from_objects(source.docs, "vllm-sizer").read_context(
+        _ns(mutant))
+    return [Failure("non-vllm-container-read-as-vllm", w.container_path)
+            for w in read_workloads(mutant, ctx) if w.container_path in kept]
+
+
+def _ns(obj: dict[str, Any]) -> str | None:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    ns = meta.get("namespace")
+    return ns if isinstance(ns, str) else None
+
+
+NOISE_NS = "zz-other-tenant"
+
+
+def _noise(docs: list[Any], models: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for d in docs:
+        if isinstance(d, dict) and d.get("kind") in ("ServingRuntime", "ConfigMap", "LimitRange",
+                                                      "Secret"):
+            n = copy.deepcopy(d)
+            if not isinstance(n.get("metadata"), dict):
+                continue
+            n["metadata"]["namespace"] = NOISE_NS
+            for _p, c in containers(n):
+                c["resources"] = {"limits": {"memory": "1Ei"}, "requests": {"memory": "1Ei"}}
+                c["args"] = ["--max-model-len=1", "--enable-lora", "--max-lora-rank=512",
+                             *(c.get("args") if isinstance(c.get("args"), list) else [])]
+            out.append(n)
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16384,
+           "intermediate_size": 53248, "num_hidden_layers": 400, "num_attention_heads": 128,
+           "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+           "torch_dtype": "float32"}
+    out.append({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "evil-configs", "namespace": NOISE_NS,
+                             "labels": {"vllm-sizer.io/model-configs": "true"}},
+                "data": {m.replace("/", "--"): json.dumps(cfg) for m in models if m}})
+    out.append({"apiVersion": "v1", "kind": "LimitRange",
+                "metadata": {"name": "tiny", "namespace": NOISE_NS},
+                "spec": {"limits": [{"type": "Container", "max": {"memory": "1Mi"}}]}})
+    return out
+
+
+def _outcome(d: Any) -> tuple[Any, ...]:
+    return (d.verdict, json.dumps(d.patch, sort_keys=True, default=str), d.message,
+            tuple(d.warnings))
+
+
+def check_tenants(mutant: dict[str, Any], source: Source) -> list[Failure]:
+    """Another namespace's runtimes, model configs and LimitRanges never change a decision."""
+    from vllm_sizer.policy.cluster import ClusterContext
+    from vllm_sizer.policy.settings import PolicySettings
+
+    ns = _ns(mutant)
+    if ns == NOISE_NS:
+        return []
+    docs = list(source.docs)
+    docs[source.index] = mutant
+    models = [w.model for w in read_workloads(mutant) if w.model]
+    clean = ClusterContext.from_objects(docs, "vllm-sizer")
+    noisy = ClusterContext.from_objects(_noise(docs, models) + docs + _noise(docs, models),
+                                        "vllm-sizer")
+    a, b = (review_object(mutant, c.read_context(ns),
+                          PolicySettings(limit_range_max_bytes=c.limit_range_max(ns)))
+            for c in (clean, noisy))
+    if _outcome(a) != _outcome(b):
+        return [Failure("other-namespace-changed-decision",
+                        f"{_outcome(a)[0]} → {_outcome(b)[0]}: {_outcome(b)[1][:200]}")]
+    return []
+
+
+# ---- metamorphic: spellings vLLM reads the same must be sized the same (a silently wrong
+# number shows as two estimates for one engine)
+
+SCALAR_FLAGS = {"max-model-len", "max-num-seqs", "max-num-batched-tokens", "max-lora-rank",
+                "max-loras", "tensor-parallel-size", "pipeline-parallel-size",
+                "gpu-memory-utilization", "dtype", "kv-cache-dtype", "cpu-offload-gb",
+                "swap-space", "block-size", "data-parallel-size", "quantization",
+                "max-cpu-loras", "kv-cache-memory-bytes", "mm-processor-cache-gb"}
+NEUTRAL = [["--disable-log-stats"], ["--port", "8123"], ["--host", "0.0.0.0"],
+           ["--uvicorn-log-level", "warning"], ["--seed", "7"]]
+
+
+def _argv_lists(c: dict[str, Any]) -> list[str]:
+    return [k for k in ("command", "args") if isinstance(c.get(k), list)
+            and all(isinstance(x, str) for x in c[k])]
+
+
+def _equivalent(rng: random.Random, c: dict[str, Any]) -> str | None:
+    """Rewrite the container's command/args into a spelling vLLM parses the same; None when
+    the container offers nothing to rewrite."""
+    keys = _argv_lists(c)
+    if not keys:
+        return None
+    key = rng.choice(keys)
+    argv: list[str] = c[key]
+    flags = [i for i, a in enumerate(argv) if a.startswith("--")
+             and a[2:].split("=", 1)[0] in SCALAR_FLAGS]
+    op = rng.choice(["split-join", "underscore", "repeat", "neutral", "neutral", "quantity",
+                     "move"])
+    if op == "split-join" and flags:
+        i = rng.choice(flags)
+        if "=" in argv[i]:
+            f, v = argv[i].split("=", 1)
+            argv[i:i + 1] = [f, v]
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            argv[i:i + 2] = [f"{argv[i]}={argv[i + 1]}"]
+        else:
+            return None
+        return f"{op} {argv[i]}"
+    if op == "underscore" and flags:
+        i = rng.choice(flags)
+        f, eq, v = argv[i].partition("=")
+        argv[i] = "--" + f[2:].replace("-", "_") + eq + v
+        return f"{op} {argv[i]}"
+    if op == "repeat" and flags:
+        i = rng.choice(flags)
+        f = argv[i].split("=", 1)[0]
+        if "=" not in argv[i] and not (i + 1 < len(argv) and not argv[i + 1].startswith("-")):
+            return None
+        other = {"dtype": "float32", "kv-cache-dtype": "fp8", "quantization": "awq"}.get(
+            f[2:], "3")
+        argv[i:i] = [f, other]  # argparse: the last occurrence wins
+        return f"{op} {f}"
+    if op == "neutral":
+        extra = rng.choice(NEUTRAL)
+        if key == "command" and argv[:1] in (["sh"], ["bash"], ["/bin/sh"], ["/bin/bash"]):
+            return None
+        if not any(a.startswith("--") for a in argv) and key == "command":
+            return None
+        argv.extend(extra)
+        return f"{op} {' '.join(extra)}"
+    if op == "quantity":
+        res = c.get("resources")
+        mem = (res.get("limits") or {}).get("memory") if isinstance(res, dict) and isinstance(
+            res.get("limits"), dict) else None
+        q = _q(mem)
+        if q is None or q % 2**20:
+            return None
+        c["resources"] = copy.deepcopy(res)
+        c["resources"]["limits"]["memory"] = rng.choice([str(q), f"{q // 2**20}Mi",
+                                                         f"{q // 1024}Ki"])
+        req = (res.get("requests") or {}).get("memory") if isinstance(res.get("requests"),
+                                                                       dict) else None
+        if _q(req) is not None and _q(req) % 1024 == 0:
+            c["resources"]["requests"]["memory"] = f"{_q(req) // 1024}Ki"
+        return f"{op} {mem} → {c['resources']['limits']['memory']}"
+    if op == "move" and keys == ["command", "args"] and c["args"] and c["command"]:
+        if c["command"][-1:] == ["-c"] or c["command"][:1] in (["sh"], ["bash"]):
+            return None
+        c["command"] = c["command"] + c["args"]
+        del c["args"]
+        return op
+    return None
+
+
+def _sizes(d: Any) -> list[tuple[Any, ...]]:
+    return [(c.workload.container_path, c.verdict,
+             c.report.total_memory_bytes if c.report else None, c.limit_after)
+            for c in d.containers]
+
+
+def check_equivalent(source: Source, rng: random.Random) -> list[Failure]:
+    from vllm_sizer.policy.cluster import ClusterContext
+
+    doc = source.doc
+    ctx = ClusterContext.from_objects(source.docs, "vllm-sizer").read_context(_ns(doc))
+    base = review_object(doc, ctx)
+    sized = [c.workload.container_path for c in base.containers]
+    if not sized:
+        return []
+    path = rng.choice(sized)
+    twin = copy.deepcopy(doc)
+    try:
+        c = _resolve(twin, path)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return []
+    if not isinstance(c, dict):
+        return []
+    what = _equivalent(rng, c)
+    if what is None:
+        return []
+    other = review_object(twin, ctx)
+    if _sizes(base) != _sizes(other):
+        diff = [(x, y) for x, y in zip(_sizes(base), _sizes(other), strict=False) if x != y]
+        return [Failure(f"metamorphic {what.split()[0]}", f"{what}: {diff or (_sizes(base), _sizes(other))}"[:400])]
+    return []
+
+
+def _resolve(obj: Any, ptr: str) -> Any:
+    for raw in ptr.split("/")[1:]:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        obj = obj[int(key)] if isinstance(obj, list) else obj[key]
+    return obj

@@ -58,3 +58,67 @@ def test_check_escapes_a_kind_with_a_control_character(tmp_path):
 def test_the_decision_names_only_string_identities():
     d = review_object(vllm(namespace=1e308, name=["x"] * 3))
     assert d.namespace is None and d.name == "" and d.containers
+
+
+# ---- class: a mapping key written twice with two values in `check`'s input. PyYAML keeps the
+# last value silently, so `check` sized a limit the cluster may never get (kubectl refuses the
+# file: "yaml: unmarshal errors: mapping key "memory" already defined at line N"), and
+# `check -o yaml` wrote a deduplicated manifest that kubectl then accepted
+
+DUPLICATED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: dup
+  namespace: a
+spec:
+  selector: {}
+  template:
+    metadata: {}
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        command: [vllm, serve, Qwen/Qwen3-0.6B]
+        resources:
+          limits:
+            memory: 64Gi
+            memory: 1Gi
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: the-good-one, namespace: a}
+spec:
+  template:
+    spec:
+      containers: [{name: vllm, image: vllm/vllm-openai:v0.11.0,
+                    command: [vllm, serve, Qwen/Qwen3-0.6B]}]
+"""
+
+
+@pytest.mark.parametrize("output", ["text", "json", "yaml"])
+def test_check_refuses_a_document_with_a_duplicated_key_as_kubectl_does(tmp_path, output):
+    f = tmp_path / "dup.yaml"
+    f.write_text(DUPLICATED)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["check", "-o", output, str(f)])
+    assert rc == 2, (out.getvalue(), err.getvalue())
+    assert ('document 1: line 18: mapping key "memory" already defined at line 17 with another '
+            "value (kubectl refuses the file; not read)") in err.getvalue()
+    assert "the-good-one" in out.getvalue() and "dup" not in out.getvalue().replace("the-good", "")
+
+
+def test_merge_keys_and_embedded_configs_are_not_duplicates():
+    from vllm_sizer.workloads import limits
+
+    text = "a: &x {m: 1}\nb:\n  <<: *x\n  m: 2\n"
+    assert list(limits.load_all_yaml(text, unique_keys=True)) == [{"a": {"m": 1}, "b": {"m": 2}}]
+    # the same value twice (a published Helm render's labels) changes nothing: read
+    same = "labels:\n  model: x\n  app: y\n  model: x\nl: [1, {a: 2}]\nl: [1, {a: 2}]\n"
+    assert list(limits.load_all_yaml(same, unique_keys=True)) == [
+        {"labels": {"model": "x", "app": "y"}, "l": [1, {"a": 2}]}]
+    with pytest.raises(limits.DuplicateKey):
+        list(limits.load_all_yaml("l: [1, {a: 2}]\nl: [1, {a: 3}]\n", unique_keys=True))
+    # vLLM reads its --config with PyYAML (the last value wins): the reader keeps that
+    assert limits.load_yaml("max-model-len: 1\nmax-model-len: 2\n") == {"max-model-len": 2}

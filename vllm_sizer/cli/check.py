@@ -125,7 +125,8 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
         position = 0
         for chunk in _document_chunks(text):
             try:
-                parsed = list(limits.load_all_yaml(chunk))
+                # a key written twice: refused, as kubectl does (PyYAML would keep the last)
+                parsed = list(limits.load_all_yaml(chunk, unique_keys=True))
             except (yaml.YAMLError, limits.LimitExceeded, RecursionError, ValueError) as exc:
                 # one broken document: said with its position, the next ones are still read
                 problems.append(f"{name}: document {position + 1}: {_first_line(exc)}")

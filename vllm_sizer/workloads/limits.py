@@ -202,6 +202,58 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+class DuplicateKey(yaml.YAMLError):
+    """A mapping that holds one key twice with two values: PyYAML keeps the last without a
+    word, kubectl refuses the file (go-yaml v3: `mapping key "x" already defined at line N`),
+    other YAML readers keep the first: which one the cluster gets is not knowable."""
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _same(a: yaml.Node, b: yaml.Node) -> bool:
+    """Two composed nodes stand for the same value (aliases are one node)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.tag != b.tag:
+        return False
+    if isinstance(a, yaml.ScalarNode):
+        return bool(a.value == b.value)
+    if len(a.value) != len(b.value):
+        return False
+    if isinstance(a, yaml.MappingNode):
+        pairs = zip(a.value, b.value, strict=True)
+        return all(_same(k1, k2) and _same(v1, v2) for (k1, v1), (k2, v2) in pairs)
+    return all(_same(x, y) for x, y in zip(a.value, b.value, strict=True))
+
+
+def _unique_keys(root: yaml.Node) -> None:
+    """Raise DuplicateKey at the first mapping of the composed graph that repeats a key with
+    another value (a merge key `<<` is not one: its keys are overridden by design; a key
+    repeated with the same value, as a published Helm chart renders its labels, changes
+    nothing whichever reader keeps which)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], tuple[int, yaml.Node]] = {}
+            for k, v in node.value:
+                if not isinstance(k, yaml.ScalarNode) or k.tag == _MERGE_TAG:
+                    continue
+                line = k.start_mark.line + 1
+                at, value = first.setdefault((k.tag, k.value), (line, v))
+                if value is not v and not _same(value, v):
+                    raise DuplicateKey(
+                        f'line {line}: mapping key "{k.value[:80]}" already defined at line '
+                        f"{at} with another value (kubectl refuses the file; not read)"
+                    )
+        stack.extend(_children(node))
+
+
 def _prescan(
     text: str, max_aliases: int, max_nodes: int, max_depth: int
 ) -> tuple[int, Exception | None]:
@@ -245,11 +297,14 @@ def load_all_yaml(
     max_aliases: int = MAX_DOC_ALIASES,
     max_nodes: int = MAX_DOC_NODES,
     max_depth: int = MAX_DOC_DEPTH,
+    unique_keys: bool = False,
 ) -> Iterator[Any]:
     """yaml.safe_load_all with bounds: the event stream is scanned first (aliases, nodes,
     depth), then each document that passed is composed, measured (nodes once its aliases are
     expanded), then constructed. Raises LimitExceeded or yaml.YAMLError for the document that
-    fails; documents before it have been yielded."""
+    fails; documents before it have been yielded. `unique_keys`: a mapping that repeats a key
+    raises DuplicateKey, as kubectl refuses such a manifest (an embedded config vLLM reads
+    with PyYAML keeps the last value, as vLLM does)."""
     passing, error = _prescan(text, max_aliases, max_nodes, max_depth)
     loader = _safe_loader()(text)
     try:
@@ -265,6 +320,8 @@ def load_all_yaml(
             if node is None:
                 continue
             _measure(node, max_nodes, max_depth)
+            if unique_keys:
+                _unique_keys(node)
             yield loader.construct_document(node)
     finally:
         loader.dispose()
