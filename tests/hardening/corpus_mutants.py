@@ -795,9 +795,9 @@ def check_cli(obj: dict[str, Any], source: Source, output: str = "json",
         took = time.perf_counter() - t0
         so, se = out_b.getvalue().decode("utf-8", "replace"), err_b.getvalue().decode(
             "utf-8", "replace")
-    if took > TIME_BUDGET_S * max(1, len(docs)):
+    if took > 2 * TIME_BUDGET_S * max(1, len(docs)):  # a process of its own: 2x the budget
         fails.append(Failure("check-slow", f"{took:.2f}s for {len(docs)} documents"))
-    if twice is not None and twice[1] and "already defined" not in se:
+    if twice is not None and twice[1] and "document 1:" not in se:
         fails.append(Failure("check-duplicate-key-not-said", se[:200]))
     if rc not in (0, 1, 2):
         fails.append(Failure("check-exit", f"rc={rc}"))
@@ -1027,7 +1027,7 @@ def _equivalent(rng: random.Random, c: dict[str, Any]) -> str | None:
     flags = [i for i, a in enumerate(argv) if a.startswith("--")
              and a[2:].split("=", 1)[0] in SCALAR_FLAGS]
     op = rng.choice(["split-join", "underscore", "repeat", "neutral", "neutral", "quantity",
-                     "move"])
+                     "move", "env-indirect", "sh-c"])
     if op == "split-join" and flags:
         i = rng.choice(flags)
         if "=" in argv[i]:
@@ -1075,6 +1075,35 @@ def _equivalent(rng: random.Random, c: dict[str, Any]) -> str | None:
         if _q(req) is not None and _q(req) % 1024 == 0:
             c["resources"]["requests"]["memory"] = f"{_q(req) // 1024}Ki"
         return f"{op} {mem} → {c['resources']['limits']['memory']}"
+    if op == "env-indirect" and flags:
+        i = rng.choice(flags)
+        f, eq, v = argv[i].partition("=")
+        if not eq:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                return None
+            i, v = i + 1, argv[i + 1]
+        if "$" in v:
+            return None
+        env = c.get("env")
+        if isinstance(env, dict):  # KubeAI Model: a map, made the container's env
+            env["VSZ_FUZZ_V"] = v
+        elif env is None and c.get("engine") is not None:
+            c["env"] = {"VSZ_FUZZ_V": v}
+        elif env is None or isinstance(env, list):
+            c["env"] = [*(env or []), {"name": "VSZ_FUZZ_V", "value": v}]
+        else:
+            return None
+        argv[i] = f"{f}=$(VSZ_FUZZ_V)" if eq else "$(VSZ_FUZZ_V)"
+        return f"{op} {f}"
+    if op == "sh-c" and "command" in keys and c["command"]:
+        import shlex
+
+        words = c["command"] + (c.get("args") or [])
+        if words[0] in ("sh", "bash", "/bin/sh", "/bin/bash") or any("$" in w for w in words):
+            return None
+        c["command"] = ["/bin/sh", "-c", "exec " + shlex.join(words)]
+        c.pop("args", None)
+        return op
     if op == "move" and keys == ["command", "args"] and c["args"] and c["command"]:
         if c["command"][-1:] == ["-c"] or c["command"][:1] in (["sh"], ["bash"]):
             return None

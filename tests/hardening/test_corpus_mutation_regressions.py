@@ -122,3 +122,32 @@ def test_merge_keys_and_embedded_configs_are_not_duplicates():
         list(limits.load_all_yaml("l: [1, {a: 2}]\nl: [1, {a: 3}]\n", unique_keys=True))
     # vLLM reads its --config with PyYAML (the last value wins): the reader keeps that
     assert limits.load_yaml("max-model-len: 1\nmax-model-len: 2\n") == {"max-model-len": 2}
+
+
+# ---- class: the text of an internal error carried the object's characters into the Warning
+# (an exception's message quotes the value it failed on): the API server drops a Warning with
+# a control character, so the one line saying the object was admitted unchecked was lost
+
+
+def test_an_internal_error_is_said_in_a_printable_warning():
+    import asyncio
+    import json
+
+    from vllm_sizer.operator.settings import OperatorSettings
+    from vllm_sizer.operator.webhook.admission import MUTATE, VALIDATE, Admission
+
+    def broken(obj, context=None):
+        raise ValueError("container \x1b[31mvllm\u202e\n")
+
+    obj = vllm()
+    body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": {"uid": "u", "kind": {"group": "apps", "kind": "Deployment"},
+                                   "operation": "CREATE", "namespace": "a", "object": obj}})
+    for fail_closed in (False, True):
+        adm = Admission(OperatorSettings(fail_closed=fail_closed), read=broken)
+        for route in (MUTATE, VALIDATE):
+            status, out, _ = asyncio.run(adm.handle(route, body.encode()))
+            resp = json.loads(out)["response"]
+            texts = resp.get("warnings", []) + [resp.get("status", {}).get("message", "")]
+            assert any("internal error" in t for t in texts), resp
+            assert all(t.isprintable() for t in texts), texts
