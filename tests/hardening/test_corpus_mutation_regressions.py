@@ -151,3 +151,57 @@ def test_an_internal_error_is_said_in_a_printable_warning():
             texts = resp.get("warnings", []) + [resp.get("status", {}).get("message", "")]
             assert any("internal error" in t for t in texts), resp
             assert all(t.isprintable() for t in texts), texts
+
+
+# ---- class: a memory quantity written past what Kubernetes represents (2^63-1 bytes). A
+# request of 9223372036854775807 made the raised limit that value rounded up to Mi, 2^63
+# ('8589934592Gi': found on a Dynamo service); an absurd engine (a 10^12-token LoRA prefill)
+# made a limit of ~17 EB. Either is out of range: the second review reads it as no quantity.
+
+MAX = 2**63 - 1
+
+
+def _lora(args, res=None):
+    c = {"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.11.0",
+         "command": ["vllm", "serve", "Qwen/Qwen3-0.6B", "--enable-lora", *args]}
+    if res is not None:
+        c["resources"] = res
+    return deployment(c)
+
+
+@pytest.mark.parametrize("res", [
+    {"requests": {"memory": str(MAX)}},
+    {"requests": {"memory": str(MAX)}, "limits": {"memory": "0Gi"}},
+    {"requests": {"memory": str(MAX - 5)}, "limits": {"memory": "1Gi"}},
+    {"requests": {"memory": "8589934591Gi"}},
+])
+def test_a_raised_limit_never_passes_the_largest_quantity(res):
+    import jsonpatch
+
+    from vllm_sizer.workloads.quantity import parse_quantity
+
+    obj = _lora([], res)
+    d = review_object(obj)
+    assert d.verdict == "mutate" and d.patch
+    written = [op["value"] for op in d.patch if op["path"].endswith("/memory")]
+    assert written and all(parse_quantity(v) <= MAX for v in written), written
+    out = jsonpatch.apply_patch(obj, d.patch)
+    c = out["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert parse_quantity(c["limits"]["memory"]) >= parse_quantity(c["requests"]["memory"])
+    again = review_object(out)
+    assert not [op for op in again.patch if "/resources" in op["path"]], again.patch
+
+
+@pytest.mark.parametrize("mode", ["mutate", "enforce", "warn"])
+def test_an_estimate_past_the_largest_quantity_is_never_written(mode):
+    from vllm_sizer.policy.settings import PolicySettings
+
+    obj = _lora(["--max-lora-rank=512", "--max-num-batched-tokens=1000000000000"])
+    d = review_object(obj, None, PolicySettings(mode=mode))
+    assert d.containers[0].report.total_memory_bytes > MAX
+    assert not [op for op in d.patch if "/resources" in op["path"]], d.patch
+    if mode == "warn":
+        assert d.verdict == "allow" and d.warnings
+    else:
+        assert d.verdict == "deny" and "could never run" in d.message, d.message
+        assert "largest memory quantity Kubernetes represents" in d.message

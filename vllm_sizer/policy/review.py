@@ -15,7 +15,7 @@ import jsonpatch
 
 from ..estimator import EstimatorError, MemoryReport, ModelGeometry, build_report
 from ..estimator.catalog import cached_geometry
-from ..estimator.units import GiB
+from ..estimator.units import GiB, MiB
 from ..estimator.units import to_quantity as format_quantity
 from ..workloads.api_names import (
     ANNOTATION_HEADROOM,
@@ -31,6 +31,7 @@ from ..workloads.api_names import (
     SIZED_LABEL,
 )
 from ..workloads.model import ReadContext, Workload
+from ..workloads.quantity import MAX_QUANTITY
 from ..workloads.vllm_args import Diagnostic
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
@@ -373,6 +374,14 @@ def review_object(
     return result
 
 
+def _quantity(n: int) -> str:
+    """A limit or request as written: Mi or Gi, rounded up, unless rounding would pass the
+    largest quantity Kubernetes represents (a request of 2^63-1 bytes kept by a raised
+    limit): then the exact bytes."""
+    rounded = -(-n // MiB) * MiB  # what to_quantity writes
+    return format_quantity(n) if rounded <= MAX_QUANTITY else str(n)
+
+
 def _template_immutable(obj: dict[str, Any]) -> bool:
     """Kinds whose pod template (containers' resources and env) cannot change after CREATE:
     batch Job (spec.template), v1 Pod (spec.containers; resizing is a subresource)."""
@@ -397,9 +406,9 @@ def _patch(
             # KServe merges by name with its config's): add it, named, once
             pb.set(w.container_path, {"name": w.container})
         if d.limit_after is not None and d.limit_after != d.limit_before:
-            pb.set(w.memory_limit_path, format_quantity(d.limit_after))
+            pb.set(w.memory_limit_path, _quantity(d.limit_after))
         if d.request_after is not None and d.request_after != d.request_before:
-            pb.set(w.memory_request_path, format_quantity(d.request_after))
+            pb.set(w.memory_request_path, _quantity(d.request_after))
         if d.pin_kv_gib is not None:
             _pin_env(pb, w.env_list_path, f"{d.pin_kv_gib:g}")
     sized = any(d.report is not None for d in patchable)
