@@ -205,3 +205,75 @@ def test_an_estimate_past_the_largest_quantity_is_never_written(mode):
     else:
         assert d.verdict == "deny" and "could never run" in d.message, d.message
         assert "largest memory quantity Kubernetes represents" in d.message
+
+
+# ---- class: a patch that replaces what the object holds on the way to the value it writes.
+# Writing `…/containers/0/resources/limits/memory` under a `template` that is a list (or a
+# `resources` that is a string) replaced that value with `{}`: the user's containers and limits
+# were dropped, and a custom resource the API server would have refused (its schema) came out
+# valid, sized from nothing (found on KServe's LLMInferenceService PD example: 16Gi → gone)
+
+LLMISVC = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
+           "metadata": {"name": "q", "namespace": "llm"},
+           "spec": {"model": {"uri": "hf://facebook/opt-125m", "name": "facebook/opt-125m"},
+                    "template": {"containers": [{
+                        "name": "main", "image": "docker.io/vllm/vllm-openai-cpu:v0.23.0",
+                        "resources": {"limits": {"memory": "16Gi"}}}]}}}
+
+
+def _hostile_shapes():
+    import copy
+
+    def at(path, value):
+        obj = copy.deepcopy(LLMISVC)
+        node = obj
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value(node[path[-1]])
+        return obj
+
+    t = ("spec", "template")
+    c = (*t, "containers")
+    return {
+        "template-list": at(t, lambda v: [v]),
+        "template-string": at(t, lambda v: "main"),
+        "containers-dict": at(c, lambda v: {"0": v[0]}),
+        "container-string": at((*c, 0), lambda v: "main"),
+        "resources-string": at((*c, 0, "resources"), lambda v: "16Gi"),
+        "limits-list": at((*c, 0, "resources", "limits"), lambda v: [v]),
+        "env-dict": at((*c, 0), lambda v: {**v, "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+                                            "resources": {}}),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_hostile_shapes()))
+@pytest.mark.parametrize("mode", ["mutate", "enforce"])
+def test_a_patch_never_replaces_a_value_on_its_way(name, mode):
+    import jsonpatch
+
+    from vllm_sizer.policy.settings import PolicySettings
+
+    obj = _hostile_shapes()[name]
+    d = review_object(obj, None, PolicySettings(mode=mode))
+    out = jsonpatch.apply_patch(obj, d.patch)
+    # everything the object held is still there: the patch only adds
+    for op in d.patch:
+        if op["path"].startswith("/spec"):
+            assert op["op"] == "add", op
+            parent, _, key = op["path"].rpartition("/")
+            held = obj
+            for k in parent.split("/")[1:]:
+                if isinstance(held, list):
+                    held = held[int(k)] if int(k) < len(held) else None
+                else:
+                    held = held.get(k) if isinstance(held, dict) else None
+            # an object the original holds on the way gets a new key, never a new value
+            assert not (isinstance(held, dict) and key in held), op
+            assert held is None or isinstance(held, list | dict), op
+    if name == "container-string":
+        # a string among the containers: `main` is added beside it, nothing is replaced
+        assert out["spec"]["template"]["containers"][0] == "main"
+        return
+    assert out["spec"]["template"] == obj["spec"]["template"]
+    assert d.verdict in ("unknown", "deny"), (d.verdict, d.patch)
+    assert any("not an object" in w or "not a list" in w for w in d.warnings + [d.message])

@@ -111,6 +111,52 @@ def _get(obj: Any, pointer: str) -> Any:
     return cur
 
 
+def _kind_of(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number"
+    )
+
+
+def _unwritable(obj: Any, pointer: str, leaf: type | None = None) -> str | None:
+    """Why writing at `pointer` would replace a value the object holds (a list, a string or a
+    number where the path needs an object, or a leaf of another type than `leaf`), or None
+    when every step is an object, an index into a list, or absent (then created). A custom
+    resource holding such a value is refused by the API server (its schema) as written: a
+    patch replacing it would drop what the user wrote and make the object valid."""
+    parts = pointer.split("/")[1:]
+    node = obj
+    path = ""
+    for raw, nxt in itertools.pairwise(parts):
+        path += "/" + raw
+        node = _step(node, raw)
+        if node is None:
+            return None
+        # the reader's pointers step into lists by index only: an object keyed "0" is a
+        # list written as a map, which the reader did not read as one
+        if isinstance(node, list) != nxt.isdigit() or not isinstance(node, dict | list):
+            what = "a list" if nxt.isdigit() else "an object"
+            return f"{path} is {_kind_of(node)}, not {what}: nothing written under it"
+    if leaf is not None and parts:
+        node = _step(node, parts[-1])
+        if node is not None and not isinstance(node, leaf):
+            return f"{pointer} is {_kind_of(node)}, not {_kind_of(leaf())}: nothing written"
+    return None
+
+
+def _unwritable_workload(obj: Any, w: Workload) -> str | None:
+    """The first place the patch of this container would replace a value (see _unwritable)."""
+    for pointer, leaf in (
+        (w.container_path, dict),
+        (w.memory_limit_path, None),
+        (w.memory_request_path, None),
+        (w.env_list_path, list),
+    ):
+        why = _unwritable(obj, pointer, leaf)
+        if why:
+            return why
+    return None
+
+
 def _step(node: Any, raw: str) -> Any:
     part = raw.replace("~1", "/").replace("~0", "~") if "~" in raw else raw
     if isinstance(node, dict):
@@ -328,6 +374,8 @@ def review_object(
         label_pods = False
         result.warnings.append(messages.immutable_template(str(obj.get("kind"))))
     for w in workloads:
+        if w.patchable and not w.patch_blocked:
+            w.patch_blocked = _unwritable_workload(obj, w)
         pick = None
         if mode != "off" and not w.skip_reason:
             w, report, geometry, why, pick = _estimate_largest(w)
@@ -449,7 +497,10 @@ def _label_templates(
             parent = parent.rsplit("/", 1)[0]
         if parent and not isinstance(pb.get(parent), dict):
             continue  # no such template (e.g. a LeaderWorkerSet without a leader template)
-        pb.set(pointer + "/" + _escape(SIZED_LABEL), value)
+        label = pointer + "/" + _escape(SIZED_LABEL)
+        if _unwritable(obj, label):
+            continue  # labels that are not a map: left as written (the API server refuses)
+        pb.set(label, value)
 
 
 def sized_label_patch(obj: Any) -> list[dict[str, Any]]:
