@@ -865,7 +865,8 @@ def run_one(source: Source, seed: int, *, cli: bool = True, mode: str | None = N
     extra = rng.random()
     for check, when in ((lambda: check_truth(mutant, source), True),
                         (lambda: check_tenants(mutant, source), extra < 0.3),
-                        (lambda: check_equivalent(source, random.Random(seed)), extra > 0.6)):
+                        (lambda: check_equivalent(source, random.Random(seed)), extra > 0.6),
+                        (lambda: check_pods(mutant, source), 0.3 <= extra < 0.6)):
         if not when:
             continue
         try:
@@ -1156,3 +1157,77 @@ def _resolve(obj: Any, ptr: str) -> Any:
         key = raw.replace("~1", "/").replace("~0", "~")
         obj = obj[int(key)] if isinstance(obj, list) else obj[key]
     return obj
+
+
+# ---- the pod a controller makes from a template: sized as its template was (same engine,
+# same estimate), and left alone once the template carries the sized label
+
+TEMPLATE_KINDS = {"Deployment": "/spec/template", "StatefulSet": "/spec/template",
+                  "Job": "/spec/template", "ReplicaSet": "/spec/template",
+                  "DaemonSet": "/spec/template"}
+
+
+def pod_from(obj: dict[str, Any], template_ptr: str) -> dict[str, Any] | None:
+    try:
+        t = _resolve(obj, template_ptr)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    if not isinstance(t, dict) or not isinstance(t.get("spec"), dict):
+        return None
+    meta = copy.deepcopy(t.get("metadata")) if isinstance(t.get("metadata"), dict) else {}
+    src = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta["name"] = f"{src.get('name', 'x')}-abcde"
+    if isinstance(src.get("namespace"), str):
+        meta["namespace"] = src["namespace"]
+    kind = "ReplicaSet" if obj.get("kind") == "Deployment" else obj.get("kind")  # its owner
+    meta["ownerReferences"] = [{"apiVersion": obj.get("apiVersion"), "kind": kind,
+                                "name": src.get("name"), "uid": "u", "controller": True}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": copy.deepcopy(t["spec"])}
+
+
+def check_pods(obj: dict[str, Any], source: Source) -> list[Failure]:
+    from vllm_sizer.policy.cluster import ClusterContext
+
+    ptr = TEMPLATE_KINDS.get(obj.get("kind")) if isinstance(obj.get("kind"), str) else None
+    if ptr is None:
+        return []
+    ctx = ClusterContext.from_objects(source.docs, "vllm-sizer").read_context(_ns(obj))
+    d = review_object(obj, ctx, label_pods=True)
+    pod = pod_from(obj, ptr)
+    if pod is None or not d.containers or d.verdict == "deny":
+        return []
+    if d.patch:  # the pods come from the template as admitted
+        try:
+            pod = pod_from(jsonpatch.apply_patch(obj, d.patch), ptr)
+        except jsonpatch.JsonPatchException:
+            return []
+        if pod is None:
+            return []
+        labels = pod["metadata"].get("labels")
+        if isinstance(labels, dict) and labels.get("vllm-sizer.io/sized"):
+            return []  # the label says: left alone (checked below)
+    ann = (obj.get("metadata") or {}).get("annotations")
+    if isinstance(ann, dict) and ({"vllm-sizer.io/model-config", "vllm-sizer.io/vllm-config"}
+                                  & set(ann)):
+        return []  # the workload's own annotations, which its pods do not carry
+    p = review_object(pod, ctx, label_pods=True)
+    fails = []
+    sized = sorted((c.workload.container, c.report.total_memory_bytes if c.report else None)
+                   for c in d.containers if c.workload.container_path.startswith(ptr))
+    psized = sorted((c.workload.container, c.report.total_memory_bytes if c.report else None)
+                    for c in p.containers)
+    if sized != psized:
+        fails.append(Failure("pod-sized-unlike-its-template", f"{sized} vs pod {psized}"[:300]))
+    if d.patch and d.verdict != "deny":
+        try:
+            after = jsonpatch.apply_patch(obj, d.patch)
+        except jsonpatch.JsonPatchException:
+            return fails
+        pod2 = pod_from(after, ptr)
+        if pod2 is not None:
+            p2 = review_object(pod2, ctx, label_pods=True)
+            moving = [op for op in p2.patch if "/resources" in op["path"] or "/env" in op["path"]]
+            if moving:
+                fails.append(Failure("pod-of-a-sized-template-patched", json.dumps(moving)[:300]))
+    return fails
