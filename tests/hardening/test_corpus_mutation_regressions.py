@@ -277,3 +277,32 @@ def test_a_patch_never_replaces_a_value_on_its_way(name, mode):
     assert out["spec"]["template"] == obj["spec"]["template"]
     assert d.verdict in ("unknown", "deny"), (d.verdict, d.patch)
     assert any("not an object" in w or "not a list" in w for w in d.warnings + [d.message])
+
+
+# ---- class: time quadratic in the warnings. An object's warnings were deduplicated against a
+# list: 128 containers whose `$(VAR)` chains ran past the expansion budget gave ~10,000
+# distinct diagnostics and 3 s of list scans in one review (the webhook's budget is 1 s of a
+# 5 s timeout); at the reader's bounds (128 containers x 512 env entries) it is minutes
+
+
+def test_warnings_are_deduplicated_in_linear_time():
+    import copy
+    import time
+
+    from vllm_sizer.workloads.reader import read_workloads
+    from vllm_sizer.workloads.vllm_args import Diagnostic
+
+    obj = vllm()
+    base = read_workloads(obj)[0]
+    workloads = []
+    for i in range(128):
+        w = copy.copy(base)
+        w.container = f"c{i}"
+        w.diagnostics = [Diagnostic("error", f"$(E{j}) past the budget: not expanded")
+                         for j in range(400)]
+        workloads.append(w)
+    t0 = time.perf_counter()
+    d = review_object(obj, read=lambda _o, _c: workloads)
+    took = time.perf_counter() - t0
+    assert len(d.warnings) >= 128 * 400  # all distinct (each names its container): all kept
+    assert took < 10, took  # a list scan: ~1.3e9 comparisons, minutes

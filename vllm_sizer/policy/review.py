@@ -396,8 +396,14 @@ def review_object(
     result.verdict = max((d.verdict for d in result.containers), key=_RANK.__getitem__)
     denials = [d.message for d in result.containers if d.verdict == "deny"]
     result.message = " ".join(denials)
-    for d in result.containers:  # two containers of one name (leader and worker): said once
-        result.warnings.extend(x for x in d.warnings if x not in result.warnings)
+    # two containers of one name (leader and worker): said once (a set: an object of 128
+    # containers with hundreds of diagnostics each took seconds to deduplicate in a list)
+    said_once = set(result.warnings)
+    for d in result.containers:
+        for x in d.warnings:
+            if x not in said_once:
+                said_once.add(x)
+                result.warnings.append(x)
     # a Warning header with a control character is dropped by the API server (Go's
     # net.NewWarningHeader), and a terminal interprets one: names and values are shown escaped
     for d in result.containers:
