@@ -826,8 +826,10 @@ def duplicate_key_yaml(doc: dict[str, Any], rng: random.Random) -> tuple[str, bo
     and so must `check`), or one `- --flag` item repeated (a valid list)."""
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     lines = text.splitlines()
+    # a key whose value is a plain one-line scalar (a quoted or folded one may span lines)
     idx = [i for i, ln in enumerate(lines)
-           if ln.lstrip().startswith(("memory: ", "- --", "name: ", "image: ", "kind: "))]
+           if ln.lstrip().startswith(("memory: ", "- --", "name: ", "image: ", "kind: "))
+           and re.fullmatch(r"[\w./:=-]+", ln.split(": ", 1)[-1].strip())]
     if not idx:
         return None
     i = rng.choice(idx)

@@ -306,3 +306,37 @@ def test_warnings_are_deduplicated_in_linear_time():
     took = time.perf_counter() - t0
     assert len(d.warnings) >= 128 * 400  # all distinct (each names its container): all kept
     assert took < 10, took  # a list scan: ~1.3e9 comparisons, minutes
+
+
+# ---- class: a negative estimate. A model config (the model-config annotation, a model-configs
+# ConfigMap) with a negative size field (max_position_embeddings, moe_intermediate_size,
+# a first_k_dense_replace past the layers, ...) gave negative terms and a negative total: a 16Gi limit "covered" -9 TB
+# and was allowed, a silently wrong number (found by mutating catalog configs)
+
+
+@pytest.mark.parametrize("model, field, value", [
+    ("Qwen/Qwen3-0.6B", "max_position_embeddings", -40960),
+    ("Qwen/Qwen3-30B-A3B", "moe_intermediate_size", -768),
+    ("zai-org/GLM-5.3", "first_k_dense_replace", 2**31),  # more dense layers than layers
+])
+def test_a_config_that_gives_a_negative_size_is_not_sized(model, field, value):
+    import json
+
+    from vllm_sizer.estimator import EngineSettings, ModelGeometry, build_report
+    from vllm_sizer.estimator.catalog import model_config
+    from vllm_sizer.estimator.errors import EstimatorError
+    from vllm_sizer.policy.settings import PolicySettings
+
+    cfg = {**model_config(model), field: value}
+    with pytest.raises(EstimatorError, match="negative"):
+        build_report(ModelGeometry.from_hf_config(cfg), EngineSettings(model=model, device="cpu"))
+    obj = deployment({"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.11.0",
+                      "command": ["vllm", "serve", "acme/private"],
+                      "resources": {"limits": {"memory": "16Gi"}}})
+    obj["metadata"]["annotations"] = {"vllm-sizer.io/model-config": json.dumps(cfg)}
+    for mode in ("mutate", "enforce"):
+        d = review_object(obj, None, PolicySettings(mode=mode))
+        c = d.containers[0]
+        assert c.report is None and c.verdict == "unknown", (c.verdict, c.message)
+        assert any("negative" in w for w in d.warnings), d.warnings
+        assert not [op for op in d.patch if "/resources" in op["path"]]
