@@ -439,8 +439,14 @@ def mutate_annotations(rng: random.Random, doc: dict[str, Any]) -> str:
         meta = {}
         put(doc, target, meta)
     key = rng.choice(list(ANNOTATIONS))
-    op = rng.choice(["set", "set", "set", "shape", "labels"])
-    if op == "set":
+    op = rng.choice(["set", "set", "set", "shape", "labels", "config"])
+    if op == "config":  # a real config.json with hostile numbers in its size fields
+        key = "vllm-sizer.io/model-config"
+        ann = meta.get("annotations")
+        if not isinstance(ann, dict):
+            ann = meta["annotations"] = {}
+        ann[key] = json.dumps(_hostile_config(rng), default=str)
+    elif op == "set":
         ann = meta.get("annotations")
         if not isinstance(ann, dict):
             ann = meta["annotations"] = {}
@@ -452,6 +458,20 @@ def mutate_annotations(rng: random.Random, doc: dict[str, Any]) -> str:
         meta["labels"] = rng.choice([[], "x", None, {"vllm-sizer.io/sized": rng.choice(
             ["true", "skip", "", None, 5])}])
     return f"annotations {op} {key} {pointer(target)}"
+
+
+def _hostile_config(rng: random.Random) -> dict[str, Any]:
+    from vllm_sizer.estimator.catalog import catalog_ids, model_config
+
+    cfg = copy.deepcopy(model_config(rng.choice(catalog_ids())))
+    leaves = [(p, v) for p, v in nodes(cfg)
+              if p and isinstance(v, int | float) and not isinstance(v, bool)]
+    for _ in range(rng.choice([1, 2, 3])):
+        if leaves:
+            p, v = rng.choice(leaves)
+            put(cfg, p, rng.choice([0, -1, -v, v * 2**30, 2**63, 10**30, 1e308, 0.5, True,
+                                    None, "x", [], -0.0]))
+    return cfg
 
 
 def mutate_kind(rng: random.Random, doc: dict[str, Any]) -> str:
