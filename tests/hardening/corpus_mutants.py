@@ -160,6 +160,13 @@ ANNOTATIONS = {
                                   "max-num-seqs: !!binary aGk=", "kv-transfer-config: 5",
                                   "max-model-len: 1e400\nmax-num-seqs: -5\ndtype: 5"],
 }
+# the annotations vllm-sizer writes, as a person (or an old version) may have left them
+OWN = ["", "x", "\x1b[31m", "mutate: limits.memory 8.0Gi → 27.3Gi", "mutate: limits.memory "
+       "1e400 → -1Gi, requests.memory x → y", "allow: " + "a" * 70_000, "{", "[]", 5, None,
+       "c1=1Gi,c2=", '{"vllm": {"kv_cache": -1}}', "0.0.0", "Undersized " + "f" * 64]
+for _name in ("estimate", "breakdown", "notes", "decision", "estimator-version", "pods",
+              "last-oom", "last-event"):
+    ANNOTATIONS[f"vllm-sizer.io/{_name}"] = OWN
 KINDS = [("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("v1", "Pod"),
          ("batch/v1", "Job"), ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
          ("serving.kserve.io/v1beta1", "InferenceService"),
@@ -866,8 +873,19 @@ def duplicate_key_yaml(doc: dict[str, Any], rng: random.Random) -> tuple[str, bo
 def run_one(source: Source, seed: int, *, cli: bool = True, mode: str | None = None) -> tuple[
         list[Failure], list[str]]:
     rng = random.Random(seed)
+    others = [i for i, d in enumerate(source.docs) if i != source.index and isinstance(d, dict)]
     try:
-        mutant, done = mutate(source.doc, rng)
+        if others and rng.random() < 0.15:
+            # the object as written, its context mutated (a ServingRuntime, a ConfigMap the
+            # pods mount, a LimitRange, a model-configs ConfigMap, ...)
+            j = rng.choice(others)
+            docs = list(source.docs)
+            docs[j], done = mutate(docs[j], rng)
+            done = [f"context #{j}: {x}" for x in done]
+            source = Source(source.path, docs, source.index)
+            mutant = copy.deepcopy(source.doc)
+        else:
+            mutant, done = mutate(source.doc, rng)
     except RecursionError:  # the harness's deep copy of a deeply nested mutant
         return [], ["(too deep to copy)"]
     fails: list[Failure] = []
