@@ -340,3 +340,36 @@ def test_a_config_that_gives_a_negative_size_is_not_sized(model, field, value):
         assert c.report is None and c.verdict == "unknown", (c.verdict, c.message)
         assert any("negative" in w for w in d.warnings), d.warnings
         assert not [op for op in d.patch if "/resources" in op["path"]]
+
+
+# ---- class: JSON nested past Python's recursion limit in a flag value. `--kv-transfer-config`
+# (and the other JSON flags, dotted keys, a --config's values) given "[" * 5000: json.loads
+# raised RecursionError, which the reader reported as an internal error instead of vLLM's
+# own verdict (not a JSON object: vLLM exits); an argument that is itself a deeply nested
+# list (a webhook body nests up to ~1,000 levels) failed the same way when written back out
+
+
+@pytest.mark.parametrize("args", [
+    ["--kv-transfer-config", "[" * 5000],
+    ["--kv-transfer-config", '{"a": ' * 3000 + "1" + "}" * 3000],
+    ["--kv-transfer-config.kv_connector_extra_config", "[" * 5000],
+    ["--kv-transfer-config", '{"kv_connector": "OffloadingConnector", "x": ' + "[" * 5000 + "}"],
+])
+def test_deeply_nested_json_in_a_flag_is_vllms_error_not_ours(args):
+    obj = deployment({"image": "vllm/vllm-openai:v0.21.0",
+                      "command": ["vllm", "serve", "Qwen/Qwen3-0.6B", *args]})
+    d = review_object(obj)
+    texts = d.warnings + [d.message] + [str(x) for c in d.containers
+                                        for x in c.workload.diagnostics]
+    assert d.containers and not any("internal error" in t for t in texts), texts
+
+
+def test_a_deeply_nested_argument_is_no_internal_error():
+    deep: object = "x"
+    for _ in range(960):
+        deep = [deep]
+    obj = deployment({"image": "vllm/vllm-openai:v0.11.0",
+                      "command": ["vllm", "serve", "Qwen/Qwen3-0.6B"], "args": [deep]})
+    d = review_object(obj)
+    texts = d.warnings + [str(x) for c in d.containers for x in c.workload.diagnostics]
+    assert not any("internal error" in t for t in texts), texts

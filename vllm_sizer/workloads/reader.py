@@ -161,8 +161,13 @@ def _words(x: Any) -> list[str]:
             out.append("true" if item else "false")
         elif isinstance(item, (str, int, float)):
             out.append(str(item))
+        elif isinstance(item, (dict, list)):
+            try:
+                out.append(json.dumps(item))
+            except (ValueError, TypeError, RecursionError):  # nested past the stack: no word
+                out.append("[...]")
         elif item is not None:
-            out.append(json.dumps(item) if isinstance(item, (dict, list)) else str(item))
+            out.append(str(item))
     return out
 
 
