@@ -446,8 +446,15 @@ def mutate_annotations(rng: random.Random, doc: dict[str, Any]) -> str:
         meta = {}
         put(doc, target, meta)
     key = rng.choice(list(ANNOTATIONS))
-    op = rng.choice(["set", "set", "set", "shape", "labels", "config"])
-    if op == "config":  # a real config.json with hostile numbers in its size fields
+    op = rng.choice(["set", "set", "set", "shape", "labels", "config", "near-limit"])
+    if op == "near-limit":  # a large object's last-applied-configuration: annotations near
+        # the API server's 256 KiB total
+        ann = meta.get("annotations")
+        if not isinstance(ann, dict):
+            ann = meta["annotations"] = {}
+        key = "kubectl.kubernetes.io/last-applied-configuration"
+        ann[key] = "x" * (256 * 1024 - len(key) - rng.randint(0, 6000))
+    elif op == "config":  # a real config.json with hostile numbers in its size fields
         key = "vllm-sizer.io/model-config"
         ann = meta.get("annotations")
         if not isinstance(ann, dict):
@@ -756,6 +763,14 @@ def _compare(before: Any, after: Any, ops: list[dict[str, Any]], ctx: Any) -> li
         dup = {n for n in names if names.count(n) > old_names.count(n) and old_names.count(n)}
         if dup:
             fails.append(Failure("env-duplicated", f"{pointer(path)}: {sorted(map(str, dup))}"))
+    def ann_bytes(o: Any) -> int:
+        meta = o.get("metadata") if isinstance(o, dict) else None
+        ann = meta.get("annotations") if isinstance(meta, dict) else None
+        return sum(len(str(k).encode("utf-8", "replace")) + len(str(v).encode("utf-8", "replace"))
+                   for k, v in ann.items()) if isinstance(ann, dict) else 0
+
+    if ann_bytes(before) <= 256 * 1024 < ann_bytes(after):
+        fails.append(Failure("annotations-past-the-api-server-limit", f"{ann_bytes(after)} B"))
     sized = _vllm_container_paths(before, ctx)
     for path, c in containers(before):
         ptr = pointer(path)

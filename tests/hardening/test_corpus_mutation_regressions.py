@@ -373,3 +373,31 @@ def test_a_deeply_nested_argument_is_no_internal_error():
     d = review_object(obj)
     texts = d.warnings + [str(x) for c in d.containers for x in c.workload.diagnostics]
     assert not any("internal error" in t for t in texts), texts
+
+
+# ---- class: a patch that makes the object invalid through its annotations. The API server
+# refuses an object whose annotations exceed 256 KiB in all (keys and values); a large
+# object's kubectl last-applied-configuration comes near it, and vllm-sizer's estimate,
+# breakdown and notes pushed it over: the apply failed because of the webhook
+
+
+def _annotation_bytes(ann):
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in ann.items())
+
+
+@pytest.mark.parametrize("pad", [250_000, 261_000, 262_000, 262_090])
+def test_annotations_written_stay_within_the_api_servers_limit(pad):
+    import jsonpatch
+
+    obj = _lora(["--max-lora-rank=64"])
+    obj["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration":
+                                      "x" * pad}
+    d = review_object(obj)
+    out = jsonpatch.apply_patch(obj, d.patch)
+    assert _annotation_bytes(out["metadata"]["annotations"]) <= 256 * 1024
+    # the limits are still raised; what does not fit of the description is left out
+    assert d.verdict == "mutate" and any("/resources" in op["path"] for op in d.patch)
+    if pad == 250_000:
+        assert "vllm-sizer.io/notes" in out["metadata"]["annotations"]
+    again = review_object(out)
+    assert not [op for op in again.patch if "/resources" in op["path"]]

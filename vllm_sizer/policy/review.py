@@ -559,7 +559,9 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
             (f"{d.workload.container}: " if not single else "") + _unsized_text(d)
             for d in result.containers
         )
-        return {k: v for k, v in unsized.items() if existing.get(k) != v}
+        return _within_annotation_limit(
+            existing, {k: v for k, v in unsized.items() if existing.get(k) != v}
+        )
     single = len(sized) == 1
     reports = [(d.workload.container, d.report) for d in sized if d.report is not None]
     estimate = (
@@ -591,7 +593,47 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
         and _mutation_still_applies(before, sized, single)
     )
     desired[DECISION_ANNOTATION] = before if keep else fresh
-    return {k: v for k, v in desired.items() if existing.get(k) != v}
+    return _within_annotation_limit(
+        existing, {k: v for k, v in desired.items() if existing.get(k) != v}
+    )
+
+
+# the API server refuses an object whose annotations exceed this in all, keys and values in
+# bytes (apimachinery ValidateAnnotationsSize, TotalAnnotationSizeLimitB)
+ANNOTATIONS_LIMIT_BYTES = 256 * 1024
+# what is given up first when the object's own annotations leave too little room (a large
+# object's kubectl last-applied-configuration comes near the limit)
+_DROP_ORDER = (
+    NOTES_ANNOTATION,
+    BREAKDOWN_ANNOTATION,
+    ESTIMATOR_VERSION_ANNOTATION,
+    ESTIMATE_ANNOTATION,
+    DECISION_ANNOTATION,
+)
+
+
+def _annotation_bytes(ann: dict[str, Any]) -> int:
+    return sum(
+        len(str(k).encode("utf-8", "replace")) + len(str(v).encode("utf-8", "replace"))
+        for k, v in ann.items()
+        if v is not None
+    )
+
+
+def _within_annotation_limit(
+    existing: dict[str, Any], changes: dict[str, str | None]
+) -> dict[str, str | None]:
+    """`changes` less what would take the object's annotations past the API server's limit
+    (the object would be refused because of the patch): the notes first, then the breakdown,
+    the version, the estimate, the decision; one of ours left out is removed if the object
+    carries an earlier value of it (it would describe a review that is not this one)."""
+    out = dict(changes)
+    for key in _DROP_ORDER:
+        if _annotation_bytes({**existing, **out}) <= ANNOTATIONS_LIMIT_BYTES:
+            break
+        if key in out or key in existing:
+            out[key] = None
+    return {k: v for k, v in out.items() if not (v is None and k not in existing)}
 
 
 def _unsized_text(d: Any) -> str:
