@@ -401,3 +401,32 @@ def test_annotations_written_stay_within_the_api_servers_limit(pad):
         assert "vllm-sizer.io/notes" in out["metadata"]["annotations"]
     again = review_object(out)
     assert not [op for op in again.patch if "/resources" in op["path"]]
+
+
+# ---- class: a skipped workload whose pods were sized anyway. Created with
+# vllm-sizer.io/skip (or mode off), a workload's templates get vllm-sizer.io/sized=skip so
+# the pod webhook leaves its pods alone; but only when the review patched nothing else, so
+# one that also carried an annotation of ours (a manifest exported from the cluster, the
+# output of `check -o yaml`) had that annotation corrected and no label: its pods were
+# sized at creation (found by the fuzzer's pod-from-template check on llm-d)
+
+
+@pytest.mark.parametrize("ann", [
+    {"vllm-sizer.io/skip": "true", "vllm-sizer.io/estimate": "9.0Gi"},
+    {"vllm-sizer.io/mode": "off", "vllm-sizer.io/decision": "mutate: limits.memory 1Gi → 9Gi",
+     "vllm-sizer.io/breakdown": "{}"},
+])
+def test_a_skipped_workloads_pods_are_skipped_whatever_else_is_corrected(ann):
+    import jsonpatch
+
+    from .corpus_mutants import pod_from
+
+    obj = vllm()
+    obj["metadata"]["annotations"] = dict(ann)
+    d = review_object(obj, label_pods=True)
+    out = jsonpatch.apply_patch(obj, d.patch)
+    labels = out["spec"]["template"]["metadata"]["labels"]
+    assert labels.get("vllm-sizer.io/sized") == "skip", d.patch
+    pod = pod_from(out, "/spec/template")
+    p = review_object(pod, label_pods=True)
+    assert p.verdict == "skip" and not p.patch, (p.verdict, p.patch)

@@ -415,7 +415,9 @@ def review_object(
         result.patch, result.annotations = _patch(obj, result, label_pods)
         if (
             label_pods
-            and not result.patch
+            # nothing else changed but our own annotations (an exported manifest carrying
+            # them): the label is still due, or the pods would be sized at creation
+            and all(op["path"].startswith("/metadata/annotations") for op in result.patch)
             and mode == "off"
             and policy.mode != "off"
             and result.kind != "Pod"
@@ -424,7 +426,7 @@ def review_object(
             # created with vllm-sizer.io/skip or mode off: its pods must be left alone too
             pb = _PatchBuilder(obj)
             _label_templates(pb, obj, workloads, SKIPPED_LABEL_VALUE)
-            result.patch = pb.ops
+            result.patch = result.patch + pb.ops
     return result
 
 
