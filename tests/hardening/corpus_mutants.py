@@ -1219,7 +1219,12 @@ def _resolve(obj: Any, ptr: str) -> Any:
 
 TEMPLATE_KINDS = {"Deployment": "/spec/template", "StatefulSet": "/spec/template",
                   "Job": "/spec/template", "ReplicaSet": "/spec/template",
-                  "DaemonSet": "/spec/template"}
+                  "DaemonSet": "/spec/template",
+                  "LeaderWorkerSet": "/spec/leaderWorkerTemplate/leaderTemplate",
+                  "RayCluster": "/spec/headGroupSpec/template"}
+# the pods' controller: a ReplicaSet for a Deployment, a StatefulSet for a LeaderWorkerSet
+POD_OWNER = {"Deployment": ("apps/v1", "ReplicaSet"),
+             "LeaderWorkerSet": ("apps/v1", "StatefulSet")}
 
 
 def pod_from(obj: dict[str, Any], template_ptr: str) -> dict[str, Any] | None:
@@ -1234,8 +1239,8 @@ def pod_from(obj: dict[str, Any], template_ptr: str) -> dict[str, Any] | None:
     meta["name"] = f"{src.get('name', 'x')}-abcde"
     if isinstance(src.get("namespace"), str):
         meta["namespace"] = src["namespace"]
-    kind = "ReplicaSet" if obj.get("kind") == "Deployment" else obj.get("kind")  # its owner
-    meta["ownerReferences"] = [{"apiVersion": obj.get("apiVersion"), "kind": kind,
+    api, kind = POD_OWNER.get(str(obj.get("kind")), (obj.get("apiVersion"), obj.get("kind")))
+    meta["ownerReferences"] = [{"apiVersion": api, "kind": kind,
                                 "name": src.get("name"), "uid": "u", "controller": True}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": copy.deepcopy(t["spec"])}

@@ -430,3 +430,24 @@ def test_a_skipped_workloads_pods_are_skipped_whatever_else_is_corrected(ann):
     pod = pod_from(out, "/spec/template")
     p = review_object(pod, label_pods=True)
     assert p.verdict == "skip" and not p.patch, (p.verdict, p.patch)
+
+
+# ---- class: two readings of vllm-sizer.io/skip. The reader took "true", "yes", "1" (any case,
+# spaces around) as skip; the decision's mode override only "true": a workload created with
+# skip "yes" was not sized, yet got no skip label, so its pods were sized at creation
+
+
+@pytest.mark.parametrize("value", ["yes", "1", " true ", "YES"])
+def test_every_spelling_of_skip_skips_the_pods_too(value):
+    import jsonpatch
+
+    from .corpus_mutants import pod_from
+
+    obj = vllm()
+    obj["metadata"]["annotations"] = {"vllm-sizer.io/skip": value}
+    d = review_object(obj, label_pods=True)
+    assert d.verdict == "skip"
+    out = jsonpatch.apply_patch(obj, d.patch)
+    assert out["spec"]["template"]["metadata"]["labels"].get("vllm-sizer.io/sized") == "skip"
+    p = review_object(pod_from(out, "/spec/template"), label_pods=True)
+    assert p.verdict == "skip" and not p.patch

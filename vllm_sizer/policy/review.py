@@ -32,6 +32,7 @@ from ..workloads.api_names import (
 )
 from ..workloads.model import ReadContext, Workload
 from ..workloads.quantity import MAX_QUANTITY
+from ..workloads.reader import skip_requested
 from ..workloads.vllm_args import Diagnostic
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
@@ -244,7 +245,7 @@ def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[Mode
             warnings.append(
                 f"{ANNOTATION_HEADROOM}={raw_h!r} is not a fraction or percentage: ignored"
             )
-    if str(ann.get(ANNOTATION_SKIP, "")).lower() == "true":
+    if skip_requested(ann.get(ANNOTATION_SKIP)):  # the reader's reading of it
         mode = "off"
     return mode, headroom, warnings
 

@@ -141,6 +141,12 @@ NOT_RUNNING = {
 _CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
 
 
+def skip_requested(value: Any) -> bool:
+    """The vllm-sizer.io/skip annotation asks to skip: "true", "yes" or "1", any case, spaces
+    around (one reading for the reader and the decision's mode override)."""
+    return value is not None and str(value).strip().lower() in ("true", "yes", "1")
+
+
 def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
@@ -229,11 +235,7 @@ class _ObjectInfo:
                 "(controller): its owner is sized instead, or its pods when "
                 "they are created"
             )
-        if info.skip_reason is None and annotations.get(ANNOTATION_SKIP, "").strip().lower() in (
-            "true",
-            "yes",
-            "1",
-        ):
+        if info.skip_reason is None and skip_requested(annotations.get(ANNOTATION_SKIP)):
             info.skip_reason = f"{ANNOTATION_SKIP} annotation"
         raw = annotations.get(ANNOTATION_MODEL_CONFIG)
         if raw is not None:
