@@ -1220,8 +1220,8 @@ def _resolve(obj: Any, ptr: str) -> Any:
 TEMPLATE_KINDS = {"Deployment": "/spec/template", "StatefulSet": "/spec/template",
                   "Job": "/spec/template", "ReplicaSet": "/spec/template",
                   "DaemonSet": "/spec/template",
-                  "LeaderWorkerSet": "/spec/leaderWorkerTemplate/leaderTemplate",
-                  "RayCluster": "/spec/headGroupSpec/template"}
+                  "LeaderWorkerSet": "/spec/leaderWorkerTemplate/leaderTemplate"}
+# (not a RayCluster: KubeRay rewrites the Ray container's command into the pod it makes)
 # the pods' controller: a ReplicaSet for a Deployment, a StatefulSet for a LeaderWorkerSet
 POD_OWNER = {"Deployment": ("apps/v1", "ReplicaSet"),
              "LeaderWorkerSet": ("apps/v1", "StatefulSet")}
@@ -1252,6 +1252,13 @@ def check_pods(obj: dict[str, Any], source: Source) -> list[Failure]:
     ptr = TEMPLATE_KINDS.get(obj.get("kind")) if isinstance(obj.get("kind"), str) else None
     if ptr is None:
         return []
+    try:
+        meta = _resolve(obj, ptr + "/metadata")
+    except (KeyError, IndexError, TypeError, ValueError):
+        meta = None
+    if meta is not None and not (isinstance(meta, dict) and isinstance(meta.get("labels"),
+                                                                       dict | None)):
+        return []  # a template that cannot be labelled (refused by the API server as written)
     ctx = ClusterContext.from_objects(source.docs, "vllm-sizer").read_context(_ns(obj))
     d = review_object(obj, ctx, label_pods=True)
     pod = pod_from(obj, ptr)
@@ -1267,7 +1274,7 @@ def check_pods(obj: dict[str, Any], source: Source) -> list[Failure]:
         labels = pod["metadata"].get("labels")
         if isinstance(labels, dict) and labels.get("vllm-sizer.io/sized"):
             return []  # the label says: left alone (checked below)
-    ann = (obj.get("metadata") or {}).get("annotations")
+    ann = obj["metadata"].get("annotations") if isinstance(obj.get("metadata"), dict) else None
     if isinstance(ann, dict) and ({"vllm-sizer.io/model-config", "vllm-sizer.io/vllm-config"}
                                   & set(ann)):
         return []  # the workload's own annotations, which its pods do not carry
