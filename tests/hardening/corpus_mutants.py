@@ -1077,7 +1077,7 @@ def _argv_lists(c: dict[str, Any]) -> list[str]:
             and all(isinstance(x, str) for x in c[k])]
 
 
-def _equivalent(rng: random.Random, c: dict[str, Any]) -> str | None:
+def _equivalent(rng: random.Random, c: dict[str, Any], doc: Any = None) -> str | None:
     """Rewrite the container's command/args into a spelling vLLM parses the same; None when
     the container offers nothing to rewrite."""
     keys = _argv_lists(c)
@@ -1088,7 +1088,39 @@ def _equivalent(rng: random.Random, c: dict[str, Any]) -> str | None:
     flags = [i for i, a in enumerate(argv) if a.startswith("--")
              and a[2:].split("=", 1)[0] in SCALAR_FLAGS]
     op = rng.choice(["split-join", "underscore", "repeat", "neutral", "neutral", "quantity",
-                     "move", "env-indirect", "sh-c"])
+                     "move", "env-indirect", "sh-c", "alias"])
+    if op == "config-file" or (op == "alias" and doc is not None and rng.random() < 0.5):
+        # a flag moved into the --config file vLLM reads (given as the vllm-config annotation)
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        ann = meta.get("annotations") if isinstance(meta, dict) else None
+        if not flags or not isinstance(meta, dict) or (ann is not None and not isinstance(
+                ann, dict)) or any(a.startswith("--config") for a in argv):
+            return None
+        if ann and "vllm-sizer.io/vllm-config" in ann:
+            return None
+        i = rng.choice(flags)
+        f, eq, v = argv[i].partition("=")
+        if eq:
+            del argv[i]
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            v = argv[i + 1]
+            del argv[i:i + 2]
+        else:
+            return None
+        argv.extend(["--config", "/vsz/config.yaml"])
+        meta["annotations"] = {**(ann or {}),
+                               "vllm-sizer.io/vllm-config": yaml.safe_dump({f[2:]: v})}
+        return f"config-file {f}={v}"
+    if op == "alias":
+        short = {"--tensor-parallel-size": "-tp", "--pipeline-parallel-size": "-pp",
+                 "--data-parallel-size": "-dp", "--quantization": "-q"}
+        hits = [i for i, a in enumerate(argv) if a.split("=", 1)[0] in short]
+        if not hits:
+            return None
+        i = rng.choice(hits)
+        f, eq, v = argv[i].partition("=")
+        argv[i] = short[f] + eq + v
+        return f"{op} {argv[i]}"
     if op == "split-join" and flags:
         i = rng.choice(flags)
         if "=" in argv[i]:
@@ -1197,9 +1229,13 @@ def check_equivalent(source: Source, rng: random.Random) -> list[Failure]:
         return []
     if not isinstance(c, dict):
         return []
-    what = _equivalent(rng, c)
+    what = _equivalent(rng, c, twin)
     if what is None:
         return []
+    version = next(x.workload.vllm_version for x in base.containers
+                   if x.workload.container_path == path)
+    if what.startswith("config-file") and (version is None or not version.at_least(0, 10)):
+        return []  # --config is vLLM 0.10's (before, argparse took it for --config-format)
     other = review_object(twin, ctx)
     if _sizes(base) != _sizes(other):
         diff = [(x, y) for x, y in zip(_sizes(base), _sizes(other), strict=False) if x != y]
