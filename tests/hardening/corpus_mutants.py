@@ -282,7 +282,10 @@ def mutate_generic(rng: random.Random, doc: dict[str, Any]) -> str:
     elif op == "empty":
         put(doc, path, type(v)() if isinstance(v, dict | list | str) else None)
     elif op == "huge" and isinstance(v, list) and v:
-        put(doc, path, v * rng.choice([50, 2000]))
+        # repeated references: bounded so that the object written out stays under the API
+        # server's 3 MiB body (a repeat inside a repeat would be exponential)
+        size = len(json.dumps(v, default=str))
+        put(doc, path, v * max(1, min(rng.choice([50, 2000]), MAX_BODY // max(size, 1))))
     else:
         put(doc, path, rng.choice(SCALARS))
     return f"{op} {pointer(path)}"
