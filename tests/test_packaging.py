@@ -9,6 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 # everything beyond pydantic that the extras bring
 EXTRAS_ONLY = ["yaml", "jsonpatch", "kopf", "kubernetes", "aiohttp", "prometheus_client",
+               "pydantic_settings", "dotenv",
                "cryptography", "orjson", "matplotlib"]
 BLOCKER = f"""
 import sys, importlib.abc

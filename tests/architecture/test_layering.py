@@ -72,3 +72,34 @@ def test_a_forbidden_import_is_caught(tmp_path):
     assert any("estimator imports policy" in f for f in found)
     assert any("workloads imports operator" in f for f in found)
     assert any("policy imports cli" in f for f in found)
+
+
+# estimator, workloads and policy run on the base install (pydantic only); pydantic-settings
+# (and its python-dotenv) come with the operator extra, for OperatorSettings alone.
+BASE_LAYERS = ("estimator", "workloads", "policy")
+EXTRA_ONLY = ("pydantic_settings", "dotenv")
+
+
+def test_the_base_layers_never_import_pydantic_settings():
+    found = []
+    for layer in BASE_LAYERS:
+        for path in sorted((ROOT / "vllm_sizer" / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                         and not node.level else [])
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names
+                          if n.split(".")[0] in EXTRA_ONLY]
+    assert found == []
+
+
+def test_importing_the_base_layers_loads_no_pydantic_settings():
+    import subprocess
+    import sys
+
+    code = ("import sys, vllm_sizer.estimator, vllm_sizer.workloads.reader, vllm_sizer.policy.review, "
+            "vllm_sizer.policy.settings; print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('pydantic_settings', 'dotenv')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
+    assert out.stdout.strip() == "[]"

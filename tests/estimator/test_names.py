@@ -65,7 +65,7 @@ def test_variants_and_the_meta_prefix_pick_the_closest_entry():
 
 
 def test_lineage_table_targets_exist_or_are_skipped():
-    for name, (target, source) in LINEAGE.items():
+    for name, (target, source, *_fmt) in LINEAGE.items():
         assert source
         r = resolve_model(f"someone/{name}")
         if catalog.exact_id(target):
@@ -85,7 +85,7 @@ def test_gguf_is_refused_with_a_reason():
     assert resolve_model("/models/qwen3-8b-q4_k_m.gguf").config is None
 
 
-@pytest.mark.parametrize("name", ["foo/bar", "Qwen/Qwen3", "someone/Llama-Guard-3-8B",
+@pytest.mark.parametrize("name", ["foo/bar", "Qwen/Qwen3", "someone/Llama-Sentinel-3-8B",
                                   "someone/my-llama", "", "x" * 2000, "acme/8B"])
 def test_names_that_match_nothing_are_not_guessed(name):
     r = resolve_model(name)
@@ -133,7 +133,7 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     trusted."""
     import re
 
-    target, source = LINEAGE[name]
+    target, source, *_fmt = LINEAGE[name]
     m = re.search(r"([\d.]+)B, (\d+) layers, (\d+) Q / (\d+) KV heads", source)
     assert m, source
     billions, layers, q, kv = float(m[1]), int(m[2]), int(m[3]), int(m[4])
@@ -143,3 +143,100 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     assert abs(g.parameter_count() / 1e9 - billions) / billions < 0.02
     r = resolve_model(f"Qwen/{name.replace('qwen2.5-coder', 'Qwen2.5-Coder').upper()}-Instruct")
     assert r.rule == "lineage" and r.model_id == target and "Qwen2.5-Coder card" in r.note
+
+
+# Fine-tunes that published vLLM manifests serve (scripts/manifest_model_ids.py), resolved by
+# the lineage their model card or maker states.
+@pytest.mark.parametrize("name, target", [
+    ("Intel/neural-chat-7b-v3-3", "mistralai/Mistral-7B-v0.1"),
+    ("Intel/neural-chat-7b-v3-1", "mistralai/Mistral-7B-v0.1"),
+    ("haoranxu/ALMA-13B", "meta-llama/Llama-2-13b-hf"),
+    ("meta-llama/Meta-Llama-Guard-2-8B", "meta-llama/Meta-Llama-3-8B-Instruct"),
+    ("meta-llama/Llama-Guard-3-8B", "meta-llama/Llama-3.1-8B"),
+    ("allenai/Llama-3.1-Tulu-3-8B", "meta-llama/Llama-3.1-8B"),
+    ("arcee-ai/Llama-3.1-SuperNova-Lite", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("google/gemma-1.1-7b-it", "google/gemma-7b-it"),
+    ("google/gemma-1.1-2b-it", "google/gemma-2b-it"),
+    ("bigscience/bloom-560m", "bigscience/bloomz-560m"),
+    ("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3"),
+    ("moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.5"),
+    ("moonshotai/Kimi-K2.7-Code", "moonshotai/Kimi-K2.5"),
+    ("Qwen/Qwen3.8-27B", "Qwen/Qwen3.5-27B"),
+    ("nvidia/Nemotron-Cascade-2-30B-A3B", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "Qwen/Qwen2.5-7B"),
+    ("microsoft/DialoGPT-medium", "openai-community/gpt2-medium"),
+    ("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3"),
+    ("google/medgemma-4b-it", "google/gemma-3-4b-it"),
+    ("deepseek-ai/DeepSeek-V3.2-Speciale", "deepseek-ai/DeepSeek-V3.2"),
+    ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", "mistralai/Magistral-Small-2509"),
+    ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Magistral-Small-2509"),
+    ("mistralai/Ministral-3-3B-Instruct-2512", "mistralai/Ministral-3-3B-Instruct-2512-BF16"),
+    ("mistralai/Ministral-3-8B-Instruct-2512", "mistralai/Ministral-3-8B-Instruct-2512-BF16"),
+    ("moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Instruct"),
+    ("llava-hf/llava-v1.6-mistral-7b-hf", "mistralai/Mistral-7B-Instruct-v0.2"),
+])
+def test_manifest_fine_tunes_resolve_by_their_stated_lineage(name, target):
+    r = resolve_model(name)
+    assert r.rule == "lineage" and r.model_id == target and r.note
+
+
+def test_qwen2_5_math_has_the_shapes_of_the_qwen2_5_it_is_initialised_from():
+    """The distill-qwen-7b lineage goes through Qwen2.5-Math-7B to Qwen2.5-7B: the catalog's
+    Qwen2.5-Math-1.5B has exactly Qwen2.5-1.5B's shapes."""
+    assert sig("Qwen/Qwen2.5-Math-1.5B") == sig("Qwen/Qwen2.5-1.5B")
+
+
+def test_bloom_560m_card_count_is_the_bloomz_560m_geometry():
+    g = ModelGeometry.from_hf_config(model_config("bigscience/bloomz-560m"))
+    assert g.parameter_count() == 559_214_592  # bloom-560m model card
+
+
+@pytest.mark.parametrize("target, kaito_gib", [
+    ("moonshotai/Kimi-K2.5", 554.32),  # Kimi-K2.6 and Kimi-K2.7-Code rows
+    ("deepseek-ai/DeepSeek-V3", 641.30),  # DeepSeek-V3-0324 row
+    ("Qwen/Qwen3.5-27B", 51.75),  # Qwen3.8-27B row
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 58.82),  # Nemotron-Cascade-2-30B-A3B row
+])
+def test_kaito_catalog_sizes_match_the_lineage_targets_weight_bytes(target, kaito_gib):
+    """KAITO's catalog row (the safetensors' total, generated from the Hub) against the target's
+    weight bytes at its own format: within 3 %, the MTP layers the checkpoints also hold
+    (DeepSeek-V3: 1 layer of 61; Qwen3.5) and vLLM does not load by default aside."""
+    g = ModelGeometry.from_hf_config(model_config(target))
+    assert g.weight_bytes(2) / 2**30 == pytest.approx(kaito_gib, rel=0.03)
+
+
+def test_dialogpt_medium_has_gpt2_medium_shapes():
+    c = model_config("openai-community/gpt2-medium")  # DialoGPT configs/345M/config.json
+    assert (c["n_embd"], c["n_layer"], c["n_head"], c["vocab_size"]) == (1024, 24, 16, 50257)
+
+
+def test_no_two_lineage_keys_share_a_canonical_name():
+    """Keys are compared as canonical tokens (variant words dropped): two keys that collapse to
+    one name would silently shadow each other."""
+    from vllm_sizer.estimator import names
+
+    canon = ["-".join(names._canonical(names._tokens(k))) for k in LINEAGE]
+    assert len(canon) == len(set(canon))
+
+
+@pytest.mark.parametrize("name, model_id", [
+    ("nvidia/Llama-3.3-Nemotron-Super-49B-v1", "nvidia/Llama-3_3-Nemotron-Super-49B-v1"),
+    ("nvidia/Llama-3.1-Nemotron-Ultra-253B-v1", "nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
+])
+def test_a_version_dot_written_as_an_underscore_is_the_same_name(name, model_id):
+    """OME's ClusterBaseModel writes hf://nvidia/Llama-3.3-Nemotron-Super-49B-v1; the Hub repo
+    (and the catalog) spell the version 3_3."""
+    r = resolve_model(name)
+    assert r.model_id == model_id and "underscore" in r.note
+
+
+def test_only_an_underscore_between_digits_is_read_as_a_dot():
+    from vllm_sizer.estimator import names
+
+    assert names._tokens("Llama-3_3-Nemotron") == ["llama", "3.3", "nemotron"]
+    assert names._tokens("my_model_v1") == ["my", "model", "v1"]
+
+
+def test_medgemma_4b_card_count_is_the_gemma_3_4b_geometry():
+    g = ModelGeometry.from_hf_config(model_config("google/gemma-3-4b-it"))
+    assert abs(g.parameter_count() / 1e9 - 4.3) < 0.05  # MedGemma 4B card: 4.3B

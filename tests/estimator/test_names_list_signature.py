@@ -16,3 +16,32 @@ def test_chatglm_configs_naming_layers_differently_share_a_signature():
     # resolves instead of being refused as ambiguous.
     r = resolve_model("zai-org/glm-4-9b-chat-hf")
     assert r.refusal is None and r.model_id in {"THUDM/glm-4-9b", "THUDM/glm-4-9b-chat"}
+
+
+def test_gpt2_family_sizes_do_not_share_a_signature():
+    """GPT-2 configs name their shapes n_embd / n_layer / n_head (BLOOM n_embed, MPT d_model /
+    n_layers / n_heads): the signature reads the same spellings as the geometry, so gpt2,
+    gpt2-medium and gpt2-large are three shapes, never one a name rule could pick from."""
+    from vllm_sizer.estimator import catalog
+
+    sigs = {
+        i: tuple(catalog.geometry_signature(catalog.entry(i)["config"]))
+        for i in ("openai-community/gpt2", "openai-community/gpt2-medium",
+                  "openai-community/gpt2-large", "openai-community/gpt2-xl")
+    }
+    assert len(set(sigs.values())) == 4, sigs
+
+
+def test_every_catalog_signature_names_the_geometry_it_stands_for():
+    """Whatever a config calls them, the signature's hidden size, layers and query heads are the
+    ones ModelGeometry reads (a None there would make unlike models look alike)."""
+    from vllm_sizer.estimator import ModelGeometry, catalog
+
+    keys = catalog.SIGNATURE_KEYS
+    for i in catalog.catalog_ids():
+        config = catalog.entry(i)["config"]
+        s = dict(zip(keys, catalog.geometry_signature(config), strict=True))
+        g = ModelGeometry.from_hf_config(config)
+        assert (s["hidden_size"], s["num_hidden_layers"], s["num_attention_heads"]) == (
+            g.hidden_size, g.num_layers, g.num_attention_heads
+        ), i

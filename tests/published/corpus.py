@@ -221,10 +221,15 @@ def server_results() -> list[ServerResult]:
     return [s for f in evaluate() for s in f.servers]
 
 
-def fractions() -> dict[str, float]:
-    """Over all vLLM servers of the corpus: found, read right, sized (an estimate with no
-    `cannot size`); sized_known_model over the servers whose model the manifest names."""
+def fractions(first: int | None = None) -> dict[str, float]:
+    """Over all vLLM servers of the corpus (or of the index's first `first` entries: the index
+    is append-only, so they are the corpus as it was when a floor was measured): found, read
+    right, sized (an estimate with no `cannot size`); sized_known_model over the servers whose
+    model the manifest names."""
     rs = server_results()
+    if first is not None:
+        files = {e["file"] for e in load_index()[:first]}
+        rs = [r for r in rs if r.entry["file"] in files]
     known = [r for r in rs if r.server.get("model") is not None]
     n = len(rs)
     return {"servers": n,

@@ -22,12 +22,45 @@ from . import corpus
 INDEX = corpus.load_index()
 SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 
-# Measured on 2026-12-02: 282 servers in 279 files (276 before the 6 LWS Ray workers were
-# read as multi-node worker nodes, issue 15; the corpus grew from 99 servers: floors are
-# re-measured when files are added). Raise a floor when a merge raises the fraction; never lower
-# one for the same files.
+# Floors per generation of the index. index.yaml is append-only: a generation is its first N
+# entries, measured when they were added, and its floors never fall (raise one when a merge
+# raises its fraction). Files added later start a new generation with its own floors, so a hard
+# new file lowers no old floor and is still measured.
+#   279 entries (2026-12-02): 291 servers (276 before the 6 LWS Ray workers were read as
+#       multi-node worker nodes, 282 before the 9 worker containers of KServe's multinode
+#       predictor, KubeRay clusters and two TPU LWS; the corpus grew from 99 servers). Servers
+#       added by reading more of the same files may load a model the manifest does not name
+#       (sized falls with no regression): sized_known_model guards what can be sized.
+#   344 entries (2026-12-02, corpus-4): 354 servers; 65 files added (GIE, ai-on-gke, GKE samples,
+#       OPEA, AWS / Akamai / community manifests, KServe docs, KubeRay llm-serve). Not read:
+#       ai-on-gke/serving-llama2-70b-l4-deployment.yaml (the command is in a Dockerfile); not
+#       sized: the servers whose model is a path and a few catalog gaps.
+#   412 entries (2026-12-02, corpus-5): 438 servers; 68 files added (AIBrix brixbench StormService /
+#       Dynamo / llm-d P/D, AIBrix samples and regressions, Dynamo recipes (wide-EP DP 16, v1beta1
+#       components, TPU / XPU through DRA), llm-d guides, KubeAI catalog and benchmarks, kthena
+#       ModelBooster on Ascend, GKE Llama 4 / Gemma, seans3 / mejavsh community manifests, a kro
+#       ResourceGraphDefinition, kthena's controller-rendered ModelServings, llm-d's TPU v7 P/D
+#       reference with a gs:// model streamed by Run:ai). Its first 395 files before corpus-5's
+#       reader fixes: 99.0/98.6/90.4 % (a RayJob's `vllm serve` entrypoint not read; an Intel
+#       GPU through a DRA claim template read as CUDA; a ModelServing role's worker pods not
+#       read as the entry pod's engine); all 412 after them: 99.5/99.5/90.4 % (the
+#       controller-rendered ModelServings are owned by their ModelBooster, so not sized there).
+#       kthena/modelserving-vllm-pd-multinode.yaml's two Ray workers moved from non-vLLM to
+#       worker-node servers (291 → 293 servers in the first generation, whose floors hold).
+#   437 entries (2026-12-02, corpus-6): 473 servers; 25 `helm template` renders of published
+#       charts with their published values (production-stack tutorials, cloud and Terraform
+#       values; OPEA GenAIInfra ChatQnA / AgentQnA / VisualQnA on CPU, Gaudi, ROCm;
+#       semantic-router's Dynamo chart; vLLM's own chart-helm; KubeAI's operator chart), made
+#       with scripts/render_published_chart.py. Before corpus-6's fix (vLLM's api_server.py
+#       copied into an image and run as a script) read right was 99.15 %; after it 99.58 %.
 FLOOR_DATE = "2026-12-02"
-FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.911}
+FLOOR_GENERATIONS: list[tuple[int, dict[str, float]]] = [
+    (279, {"found": 0.996, "read_right": 0.996, "sized": 0.918, "sized_known_model": 0.983}),
+    (344, {"found": 0.994, "read_right": 0.994, "sized": 0.910, "sized_known_model": 0.978}),
+    (412, {"found": 0.995, "read_right": 0.995, "sized": 0.908, "sized_known_model": 0.975}),
+    (437, {"found": 0.995, "read_right": 0.995, "sized": 0.913, "sized_known_model": 0.974}),
+]
+FLOORS = FLOOR_GENERATIONS[-1][1]  # the whole corpus (scripts/corpus_report.py prints these)
 
 # XFAIL-BLOCK: `python scripts/corpus_report.py --write` rewrites the three XFAIL dicts.
 # Cases that fail today (2026-12-01, after the model, pod and command-line work): case id -> reason (class: what the reader got).
@@ -35,6 +68,8 @@ FLOORS = {"found": 0.996, "read_right": 0.996, "sized": 0.911}
 XFAIL_SERVERS: dict[str, str] = {
     'ai-on-eks/lws-llama3-405b-trn1.yaml::LeaderWorkerSet/llama3-405b-lws/vllm-leader':
         "args only, and the image's ENTRYPOINT is not known: not found (LeaderWorkerSet llama3-405b-lws container vllm-leader)",
+    'ai-on-gke/serving-llama2-70b-l4-deployment.yaml::Deployment/llm/vllm':
+        "args only, and the image's ENTRYPOINT is not known: not found (Deployment llm container vllm)",
 }
 
 # Files where a container that runs no vLLM server still gets a Workload: an unreadable one
@@ -119,6 +154,9 @@ def _names_in(obj) -> set[tuple[str, str, str]]:
             out.update((kind, name, svc) for svc in spec.get("services") or {})
         if kind == "InferenceService" and (spec.get("predictor") or {}).get("model"):
             out.add((kind, name, "kserve-container"))  # KServe's name for the model container
+        if kind == "InferenceService" and (spec.get("predictor") or {}).get("workerSpec"):
+            # the multinode worker's container (kserve/kserve@aaac4e2 constants.go:503)
+            out.add((kind, name, "worker-container"))
         if isinstance(spec.get("container"), dict):  # ClusterStorageContainer
             out.add((kind, name, spec["container"].get("name")))
     return out
@@ -193,8 +231,12 @@ def test_summary_floor(capsys):
               f"read right {fr['read_right']:.1%}, sized {fr['sized']:.1%} "
               f"(sized where the manifest names the model {fr['sized_known_model']:.1%}); "
               f"floors of {FLOOR_DATE}: {FLOORS}")
-    for key, floor in FLOORS.items():
-        assert fr[key] >= floor, f"{key} fell to {fr[key]:.3f}, below the floor {floor:.3f}"
+    assert FLOOR_GENERATIONS[-1][0] == len(INDEX), "a file was added: measure its generation"
+    for first, floors in FLOOR_GENERATIONS:
+        gen = corpus.fractions(first)
+        for key, floor in floors.items():
+            assert gen[key] >= floor, (
+                f"{key} of the first {first} files fell to {gen[key]:.3f}, below {floor:.3f}")
     # read right implies found; sized implies found
     rs = corpus.server_results()
     assert all(r.found for r in rs if r.read_right or r.sized)

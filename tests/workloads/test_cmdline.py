@@ -304,3 +304,92 @@ def test_every_vendor_row_has_a_source():
     for row in images.VENDOR_IMAGES:
         assert row.source and ("@" in row.source or "docs" in row.source)
         assert row.device in (None, "cpu", "cuda", "rocm", "other")
+
+
+def test_an_empty_value_of_an_optional_setting_is_vllms_default_not_an_error():
+    # vLLM reads "" and "None" of an Optional config field as None (optional_type): llm-d's
+    # `--kv-cache-memory-bytes=${KV_CACHE_MEMORY_BYTES-}` with the variable unset starts fine
+    for raw in ("", "None"):
+        parsed = parse_vllm_args([f"--kv-cache-memory-bytes={raw}", "--kv-offloading-size", raw,
+                                  "Qwen/Qwen3-0.6B"])
+        assert "kv_cache_memory_bytes" not in parsed.values
+        assert "kv_offloading_size_gib" not in parsed.values
+        assert not [d for d in parsed.diagnostics if d.severity != "info"], parsed.diagnostics
+    # a non-optional setting still rejects it
+    parsed = parse_vllm_args(["--max-num-seqs=", "Qwen/Qwen3-0.6B"])
+    assert [d for d in parsed.diagnostics if d.severity == "error"]
+
+
+def test_a_value_left_as_an_unknown_expansion_is_said_once_not_as_a_bad_number():
+    parsed = parse_vllm_args(["--data-parallel-start-rank", "$START_RANK",
+                              "--max-model-len", "${MAX_LEN}", "Qwen/Qwen3-0.6B"])
+    assert not [d for d in parsed.diagnostics if d.severity == "error"], parsed.diagnostics
+    assert "max_model_len" not in parsed.values
+
+
+def test_a_value_on_a_valueless_flag_is_an_error_only_where_every_possible_version_exits():
+    # kubeai llama-3.1-405b mi300x: `--enable-chunked-prefill=false` with an image whose tag
+    # names no vLLM version: 0.6's StoreBoolean took the value, the BooleanOptionalAction of
+    # later versions exits; said as an error (the pod will not start) only when the version
+    # is known to exit
+    args = ["Qwen/Qwen3-0.6B", "--enable-chunked-prefill=false"]
+    unknown = parse_vllm_args(args, strict=True)
+    (d,) = unknown.diagnostics
+    assert d.severity == "warning" and "0.6.0" in d.message and "take the value" in d.message
+    assert unknown.values["enable_chunked_prefill"] is False
+    known = parse_vllm_args(args, version=VllmVersion.parse("0.12.0"), strict=True)
+    assert [x.severity for x in known.diagnostics] == ["error"]
+    assert not parse_vllm_args(args, version=VllmVersion.parse("0.6.0"), strict=True).diagnostics
+
+# ------------------------------------------------------------------ api_server.py run as a script
+OPEA_ROCM_ARGS = ["--swap-space", "16", "--disable-log-requests", "--dtype", "float16",
+                  "--num-scheduler-steps", "1", "--distributed-executor-backend", "mp",
+                  "--model", "meta-llama/Meta-Llama-3-8B-Instruct", "--host", "0.0.0.0",
+                  "--port", "2080", "--download-dir", "/data"]
+
+
+def test_a_vendor_images_copy_of_the_api_server_runs_as_a_script():
+    """opea/vllm-rocm copies vLLM's api_server.py to /workspace/api_server.py and runs it as a
+    script (GenAIComps Dockerfile.amd_gpu); OPEA's charts write that command: it is vLLM's
+    OpenAI server, read like `python3 -m vllm.entrypoints.openai.api_server`."""
+    c = {"image": "opea/vllm-rocm:latest", "command": ["python3", "/workspace/api_server.py"],
+         "args": OPEA_ROCM_ARGS, "resources": {"limits": {"amd.com/gpu": "1"}}}
+    w = read_workloads(pod(c))[0]
+    assert w.settings is not None, msgs(w, "warning")
+    assert w.model == "meta-llama/Meta-Llama-3-8B-Instruct"
+    assert w.settings.swap_space_gib == 16 and str(w.settings.dtype) == "float16"
+    assert w.device == "rocm"
+    assert any("api_server.py" in m for m in msgs(w, "info"))
+    # args only: the image's ENTRYPOINT is that script
+    w = read_workloads(pod({**c, "command": None}))[0]
+    assert w.settings is not None and w.model == "meta-llama/Meta-Llama-3-8B-Instruct"
+
+
+def test_the_api_server_file_of_an_installed_vllm_runs_as_a_script():
+    """`python3 .../vllm/entrypoints/openai/api_server.py` runs the module's file: any image."""
+    w = read_workloads(pod({"image": "example.org/llm:1", "command": [
+        "python3", "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py",
+        "--model", "Qwen/Qwen3-0.6B", "--max-model-len", "4096"]}))[0]
+    assert w.settings is not None and w.model == "Qwen/Qwen3-0.6B"
+    assert w.settings.max_model_len == 4096
+
+
+def test_a_script_named_api_server_elsewhere_is_not_vllm():
+    """Another project's api_server.py (not at the path a known image copies vLLM's to, not in a
+    vllm/entrypoints directory) is no vLLM server."""
+    for image in ("example.org/chat:1", "opea/vllm-rocm:latest"):
+        ws = read_workloads(pod({"image": image, "command": [
+            "python3", "/app/api_server.py", "--model", "Qwen/Qwen3-0.6B"]}))
+        assert all(w.settings is None for w in ws)
+
+
+def test_api_server_script_keeps_python_options_and_wrappers():
+    from vllm_sizer.workloads.execution import as_api_server_module
+
+    argv = ["env", "A=1", "python3", "-u", "-W", "ignore", "/workspace/api_server.py", "--model", "m"]
+    assert as_api_server_module(argv, "/workspace/api_server.py") == [
+        "env", "A=1", "python3", "-u", "-W", "ignore", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "m"]
+    assert as_api_server_module(argv) is None  # no copy known: an unknown script
+    assert as_api_server_module(["python3", "-c", "x", "/workspace/api_server.py"],
+                                "/workspace/api_server.py") is None

@@ -55,3 +55,19 @@ def test_a_vendor_row_of_a_shared_repository_holds_only_its_tags():
 ])
 def test_cpu_images(image, cpu):
     assert images.is_cpu_image(image) is cpu
+
+
+def test_vllm_omni_image_options_are_not_vllm_startup_errors():
+    # aibrix samples/vllm_omni: `vllm serve Qwen/Qwen2.5-Omni-7B --omni` on vllm/vllm-omni:v0.20.0
+    # was said to stop the pod (vLLM 0.20.0's parser lacks --omni; vLLM-Omni adds it)
+    from vllm_sizer.workloads import read_workloads
+    def pod(image):
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "vllm-omni", "image": image, "command": [
+                    "vllm", "serve", "Qwen/Qwen2.5-Omni-7B", "--omni", "--max-model-len", "8192"]}]}}
+    (w,) = read_workloads(pod("vllm/vllm-omni:v0.20.0"))
+    assert w.vllm_version.tuple == (0, 20, 0) and w.settings.max_model_len == 8192
+    assert not [d for d in w.diagnostics if d.severity == "error"], w.diagnostics
+    assert any("vLLM-Omni's own" in d.message and "--omni" in d.message for d in w.diagnostics)
+    (w,) = read_workloads(pod("vllm/vllm-openai:v0.20.0"))
+    assert any(d.severity == "error" and "--omni" in d.message for d in w.diagnostics)

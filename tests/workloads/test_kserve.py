@@ -317,9 +317,14 @@ spec:
 def test_multinode_predictor_takes_its_parallel_sizes_from_the_worker_spec():
     """KServe sets TENSOR_PARALLEL_SIZE / PIPELINE_PARALLEL_SIZE from workerSpec; the stock
     multi-node runtime passes them to the server (kserve-huggingfaceserver-multinode.yaml)."""
-    (w,) = read_workloads(yaml.safe_load(MULTINODE))
+    w, worker = read_workloads(yaml.safe_load(MULTINODE))
+    assert worker.settings.node_role == "worker"
     assert w.runtime == "kserve-huggingfaceserver-multinode"
-    assert w.settings.pipeline_parallel_size == 2 and w.settings.tensor_parallel_size == 4
+    # no GPU requested: KServe gives each of its tp·pp = 8 pods one GPU, and the Hugging Face
+    # server then sets tensor parallel to the pod's GPU count (huggingfaceserver/vllm/
+    # vllm_model.py:106-107@aaac4e2), which is said
+    assert w.settings.pipeline_parallel_size == 2 and w.settings.tensor_parallel_size == 1
+    assert any("GPU count (1)" in d.message for d in w.diagnostics)
     assert w.model == "meta-llama/Llama-3.1-8B-Instruct"
     assert any("multi-node predictor" in d.message for d in w.diagnostics)
 
@@ -329,9 +334,9 @@ def test_multinode_predictor_skips_runtimes_without_a_worker_spec_and_defaults_t
     del obj["spec"]["predictor"]["workerSpec"]["pipelineParallelSize"]
     single = yaml.safe_load(RUNTIME.replace("vLLM", "huggingface"))  # autoSelect, no workerSpec
     ctx = ReadContext(serving_runtimes={"single": single})
-    (w,) = read_workloads(obj, ctx)
+    w, _worker = read_workloads(obj, ctx)  # TP 4 on 1-GPU nodes: still 4 nodes
     assert w.runtime == "kserve-huggingfaceserver-multinode"  # the single-node runtime is not taken
-    assert w.settings.pipeline_parallel_size == 1 and w.settings.tensor_parallel_size == 4
+    assert w.settings.pipeline_parallel_size == 1 and w.settings.tensor_parallel_size == 1
 
 
 def test_llmisvc_worker_pods_run_the_engine_too_and_the_unknown_model_is_said_once():

@@ -100,23 +100,26 @@ def test_the_leaders_script_branches_are_the_workers_too():
     assert leader.alternatives[0].settings.node_role == "leader"
 
 
-def test_kserve_multinode_head_is_the_leader_of_pipeline_parallel_nodes():
-    """KServe's multinode predictor: one pod per pipeline stage; the head (the predictor's
-    container) holds its own GPUs' ranks and the Ray head, not all tp·pp."""
+def test_kserve_multinode_head_is_the_leader_of_the_nodes_kserve_lays_out():
+    """KServe's multinode predictor: with no GPU requested anywhere KServe's controller makes
+    one 1-GPU node per rank (predictor.go computeRayNodeAndGPUs, case 4: RAY_NODE_COUNT =
+    tp·pp); the head holds its own GPU's rank and the Ray head, not all tp·pp. (Read before as
+    one node per pipeline stage, which is the mp backend's layout only.)"""
     from tests.workloads.test_kserve import MULTINODE
 
-    (w,) = read_workloads(yaml.safe_load(MULTINODE))
-    assert w.settings.node_role == "leader" and w.settings.nodes == 2
+    w, worker = read_workloads(yaml.safe_load(MULTINODE))
+    assert w.settings.node_role == "leader" and w.settings.nodes == 8
+    assert w.settings.local_ranks == 1 and worker.settings.local_ranks == 1
     obj = yaml.safe_load(MULTINODE)
-    del obj["spec"]["predictor"]["workerSpec"]["pipelineParallelSize"]
+    obj["spec"]["predictor"]["workerSpec"] = {"tensorParallelSize": 1}
     (w,) = read_workloads(obj)
-    assert w.settings.node_role is None  # PP 1: one node
+    assert w.settings.node_role is None  # one rank: one node, no worker pods
 
 
 def test_kserve_multinode_head_message_says_its_role():
     from vllm_sizer.policy.review import review_object
     from tests.workloads.test_kserve import MULTINODE
 
-    (d,) = review_object(yaml.safe_load(MULTINODE)).containers
+    d, _worker = review_object(yaml.safe_load(MULTINODE)).containers
     # the stock runtime's limit is unknown here (not sized), but the role is said
     assert "container kserve-container (multi-node leader)" in d.message

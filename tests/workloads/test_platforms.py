@@ -582,3 +582,37 @@ def test_platform_yaml_is_read_with_bounds():
           "spec": {"serveConfigV2": _alias_bomb()}}
     (w,) = read_workloads(rs)
     assert w.settings is None and any("aliases" in d.message for d in w.diagnostics)
+
+
+def test_dynamo_workers_own_flags_are_not_vllm_startup_errors():
+    # dynamo/vllm-dsv4-flash-agg (read_file, ai-dynamo/dynamo): `python3 -m dynamo.vllm ...
+    # --dyn-reasoning-parser deepseek_r1 --dyn-tool-call-parser ...` was said to stop the pod
+    # ("every known vLLM version rejects it"); Dynamo's parser takes them
+    obj = yaml.safe_load("""
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: d}
+spec:
+  services:
+    VllmDecodeWorker:
+      componentType: worker
+      resources: {limits: {gpu: "1"}}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B, --is-prefill-worker, --dyn-reasoning-parser,
+                 qwen3, --max-model-len, "4096", --nonsense-flag, "7"]
+""")
+    (w,) = read_workloads(obj)
+    assert w.model == "Qwen/Qwen3-0.6B" and w.settings.max_model_len == 4096
+    assert not [d for d in w.diagnostics if d.severity == "error"], w.diagnostics
+    (note,) = [d for d in w.diagnostics if "Dynamo's own, or unknown" in d.message]
+    assert "--dyn-reasoning-parser" in note.message and "--nonsense-flag" in note.message
+    # a plain vLLM container still gets vLLM's startup error for a flag it lacks
+    obj["spec"]["services"]["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"] = {
+        "image": "vllm/vllm-openai:v0.12.0",
+        "args": ["--model", "Qwen/Qwen3-0.6B", "--dyn-reasoning-parser", "qwen3"]}
+    (w,) = read_workloads(obj)
+    assert any(d.severity == "error" and "--dyn-reasoning-parser" in d.message
+               for d in w.diagnostics)

@@ -92,3 +92,19 @@ def test_here_documents_and_written_files():
 def test_a_script_that_ends_in_a_backslash_inside_double_quotes_is_read():
     # the tokenizer once raised here (a lone backslash is no quoted run): an internal error
     assert words('vllm serve "Qwen/Qwen3-0.6B\\') == [["vllm", "serve", "Qwen/Qwen3-0.6B\\"]]
+
+
+def test_an_assignment_from_an_unknown_expansion_is_unknown_not_its_text():
+    # llm-d's DeepSeek-V4 decode LWS: START_RANK=$(( ${LWS_WORKER_INDEX:-0} * DP_SIZE_LOCAL ))
+    # then `--data-parallel-start-rank $START_RANK`: the literal text was split into five words
+    # ('$((', '${LWS_WORKER_INDEX:-0}', '*', ...) and the flag read '$((' as its value
+    script = ("START_RANK=$(( ${LWS_WORKER_INDEX:-0} * DP ))\n"
+              "export B=x$UNKNOWN\n"
+              "exec vllm serve m --data-parallel-start-rank $START_RANK --b $B")
+    (cmd,) = run_script(script, {"DP": "4"}, {"UNKNOWN"})
+    assert cmd.words == ["exec", "vllm", "serve", "m", "--data-parallel-start-rank",
+                         "$START_RANK", "--b", "$B"]
+    assert "$START_RANK" in cmd.unresolved and "B" not in cmd.env
+    # a known value is still assigned
+    (cmd,) = run_script("R=$(( 2 * DP ))\nexec vllm serve m --x $R", {"DP": "4"})
+    assert cmd.words[-1] == "8"

@@ -37,7 +37,14 @@ def _missing(
     extra: str | None,
     exc: ImportError,
 ) -> None:
-    p = sub.add_parser(name, help=f"(needs: pip install 'vllm-sizer[{extra}]')", add_help=False)
+    # Whatever follows is taken as is: with no prefix character, `--role webhook` is not an
+    # unrecognized option but more of `rest`, and the user reads which extra to install.
+    p = sub.add_parser(
+        name,
+        help=f"(needs: pip install 'vllm-sizer[{extra}]')",
+        add_help=False,
+        prefix_chars="\0",
+    )
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
     def fail(_args: argparse.Namespace) -> int:

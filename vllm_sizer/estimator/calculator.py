@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import __version__
 from . import constants as C
+from .deepseek_v4 import notes as deepseek_v4_notes
 from .errors import ImpossibleEstimate, InvalidSettings
 from .geometry import ModelGeometry
 from .gpu_device import device_side, kv_bytes_per_token_per_rank, served_geometry
@@ -69,7 +70,7 @@ def _activation_bytes(g: ModelGeometry, r: ResolvedSettings, tokens: int) -> int
             g.moe.experts_per_token * g.moe.expert_intermediate_size,
         )
     mlp_width = (3 if g.gated_mlp else 1) * inter / tp  # gate_up output [2·inter] + activated
-    per_token = 4 * g.hidden_size + (g.q_width + 2 * g.kv_width) / tp + mlp_width
+    per_token = 3 * g.hidden_size + g.residual_width + (g.q_width + 2 * g.kv_width) / tp + mlp_width
     sampler = C.ACTIVATION_SAMPLER_COPIES.value * 4 * r.max_num_seqs * g.vocab_size / tp
     return int(tokens * per_token * r.dtype_bytes + sampler)
 
@@ -117,6 +118,8 @@ def build_report(
                 f"{kept / 1e9:.2f}B parameters ({parts}) left unquantized by the checkpoint's "
                 "ignore list: counted at the model dtype"
             )
+    if geometry.compressed_attention:
+        notes.extend(deepseek_v4_notes(geometry.compressed_attention))
     if geometry.vision_parameters:
         notes.append("vision tower counted from vision_config (approximate ViT formula)")
     for tower in geometry.uncounted_towers:
@@ -544,7 +547,7 @@ def _lora_rank(lora_config: Any) -> int:
 
 
 class ModelMemoryCalculator:
-    """The names people know from the seed library, on top of build_report."""
+    """The names people know from the first vllm-sizer library, on top of build_report."""
 
     def calculate_memory(
         self,

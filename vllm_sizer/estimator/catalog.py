@@ -142,15 +142,27 @@ SIGNATURE_KEYS = (
 )
 
 
-# Other spellings of a signature key (ChatGLM configs: num_layers, padded_vocab_size), so two
-# configs of one geometry that name a field differently (THUDM/glm-4-9b lists num_layers only,
-# glm-4-9b-chat both) share a signature.
-SIGNATURE_ALIASES = {"num_hidden_layers": ("num_layers",), "vocab_size": ("padded_vocab_size",)}
+# Other spellings of a signature key, the ones ModelGeometry.from_hf_config reads for the same
+# field, so the signature holds a config's shapes whatever it calls them: GPT-2 / GPT-J /
+# GPTBigCode n_embd, n_layer, n_head, n_inner; BLOOM n_embed; MPT d_model, n_layers, n_heads;
+# Falcon n_head_kv; ChatGLM num_layers, padded_vocab_size (THUDM/glm-4-9b lists num_layers only,
+# glm-4-9b-chat both, and the two must share a signature).
+SIGNATURE_ALIASES = {
+    "hidden_size": ("d_model", "n_embd", "n_embed"),
+    "intermediate_size": ("ffn_dim", "n_inner", "ffn_hidden_size", "ff_intermediate_size"),
+    "num_hidden_layers": ("n_layer", "num_layers", "n_layers"),
+    "num_attention_heads": ("n_head", "num_heads", "n_heads"),
+    "num_key_value_heads": ("num_kv_heads", "n_head_kv"),
+    "vocab_size": ("padded_vocab_size",),
+}
 
 
 def geometry_signature(config: dict[str, Any]) -> list[Any]:
-    text = config.get("text_config")
-    c = {**config, **text} if isinstance(text, dict) else config
+    """The SIGNATURE_KEYS of the config ModelGeometry reads (geometry.text_model_config: the
+    text_config with its class defaults, the model type's defaults), under any spelling."""
+    from .geometry import text_model_config
+
+    c = text_model_config(config)
 
     def value(k: str) -> Any:
         v = c.get(k)

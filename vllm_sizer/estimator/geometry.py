@@ -8,6 +8,7 @@ published counts (the catalog entries' "published_parameters", tests/estimator/t
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from functools import cached_property
@@ -15,6 +16,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .deepseek_v4 import (
+    EXPERT_BYTES,
+    FP8_BYTES,
+    CompressedAttention,
+    V4Parts,
+    layer_parts,
+    read_deepseek_v4,
+)
+from .deepseek_v4 import kv_bytes_per_token as v4_kv_bytes_per_token
+from .deepseek_v4 import parts as v4_parts
+from .deepseek_v4 import rope_cache_elements as v4_rope_cache_elements
+from .deepseek_v4 import tp_replicated_bytes as v4_tp_replicated_bytes
+from .deepseek_v4 import weight_bytes as v4_weight_bytes
 from .errors import ImpossibleEstimate, MissingConfigField
 
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
@@ -355,6 +369,11 @@ class ModelGeometry(BaseModel, frozen=True):
     # Gemma 4 per-layer embeddings (PLE): hidden_size_per_layer_input and its vocabulary
     per_layer_input_size: int = 0
     per_layer_vocab_size: int = 0
+    # DeepSeek-V4: compressed / sparse attention, grouped output projection, hyper-connections
+    # (deepseek_v4.py, from vLLM 0.33.0's models/deepseek_v4); None for every other model
+    compressed_attention: CompressedAttention | None = None
+    # the rotary cos/sin caches are fp32 buffers, not the model dtype (DeepSeek-V4)
+    rope_cache_fp32: bool = False
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -362,15 +381,8 @@ class ModelGeometry(BaseModel, frozen=True):
         if not isinstance(config, Mapping):
             raise MissingConfigField("config", "a config.json object (dict) is required")
         top = _omni_thinker(dict(config))
-        text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
-        c: dict[str, Any] = {**top, **text} if text else top
-        if text:
-            sub_type = str(text.get("model_type") or "").lower()
-            c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
-        model_type = str(c.get("model_type") or top.get("model_type") or "").lower()
-        c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
-        if model_type == "dbrx":
-            c = {**_dbrx_keys(c), **c}
+        c = text_model_config(config)
+        model_type = str(c.get("model_type") or "").lower()
         archs = top.get("architectures") or c.get("architectures") or [""]
         arch = str(archs[0]) if isinstance(archs, list) and archs else ""
 
@@ -393,16 +405,6 @@ class ModelGeometry(BaseModel, frozen=True):
                 raise MissingConfigField(field, f"value {v!r} must be positive")
             return iv
 
-        block_types = c.get("layers_block_type")
-        if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
-            # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
-            # instead of hybrid_override_pattern; num_hidden_layers is its length
-            symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
-            c = {
-                "num_hidden_layers": len(block_types),
-                **c,
-                "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
-            }
         layers = need_int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         hidden = need_int("hidden_size", "d_model", "n_embd", "n_embed")  # BLOOM: n_embed
         heads = need_int("num_attention_heads", "n_head", "num_heads", "n_heads")  # MPT: n_heads
@@ -504,6 +506,7 @@ class ModelGeometry(BaseModel, frozen=True):
                 if mamba
                 else None
             )
+        compressed = read_deepseek_v4(c, layers) if model_type == "deepseek_v4" else None
         tie = c.get("tie_word_embeddings")
         if tie is None:
             tie = top.get("tie_word_embeddings", True)  # transformers' PretrainedConfig default
@@ -571,10 +574,16 @@ class ModelGeometry(BaseModel, frozen=True):
             and linear_attention is not None,
             sliding_window=sliding,
             sliding_window_layers=sliding_layers,
-            quantization=_read_quantization(
-                c.get("quantization_config") or top.get("quantization_config")
-            ),
-            rope_cache_elements=_rope_cache_elements(c, model_type, head_dim, mla, sliding_layers),
+            quantization=_v4_quantization(compressed)
+            if compressed
+            else _read_quantization(c.get("quantization_config") or top.get("quantization_config")),
+            rope_cache_elements=v4_rope_cache_elements(
+                compressed, int(first("max_position_embeddings") or 0), c
+            )
+            if compressed
+            else _rope_cache_elements(c, model_type, head_dim, mla, sliding_layers),
+            rope_cache_fp32=compressed is not None,
+            compressed_attention=compressed,
             vision_parameters=_vision_parameters(
                 top.get("vision_config")
                 or (
@@ -586,6 +595,7 @@ class ModelGeometry(BaseModel, frozen=True):
                 ),
                 str(top.get("model_type") or "").lower(),
                 text_hidden=hidden,
+                top=top,
             )
             + audio,
             uncounted_towers=("audio encoder",)
@@ -620,6 +630,13 @@ class ModelGeometry(BaseModel, frozen=True):
         return self.q_width if self.attention_groups else self.num_attention_heads * self.head_dim
 
     @property
+    def residual_width(self) -> int:
+        """Width of the residual stream: hidden_size, or DeepSeek-V4's hc_mult streams
+        (tokens, hc_mult, hidden) (vLLM 0.33.0 models/deepseek_v4/nvidia/model.py:937-945)."""
+        a = self.compressed_attention
+        return self.hidden_size * (a.hc_mult if a else 1)
+
+    @property
     def kv_width(self) -> int:
         if self.attention_groups:  # activation and LoRA widths: the widest layer's
             return max(g.kv_heads * g.head_dim for g in self.attention_groups)
@@ -636,7 +653,36 @@ class ModelGeometry(BaseModel, frozen=True):
         listed through the expert width (vLLM's FusedMoE LoRA path stacks per expert)."""
         h = self.hidden_size
         shapes: list[LinearShape] = []
-        if self.mla:
+        a = self.compressed_attention
+        if a:
+            # DeepSeek-V4 attention (vLLM 0.33.0 models/deepseek_v4/attention.py:252-288):
+            # fused_wqa_wkv (replicated), wq_b (column), wo_a (column, the grouped output
+            # projection), wo_b (row); the compressors' and indexers' linears are not listed
+            hd = self.num_attention_heads * a.head_dim
+            shapes += [
+                LinearShape(
+                    name="fused_wqa_wkv",
+                    in_features=h,
+                    out_slices=(a.q_lora_rank, a.head_dim),
+                    row_parallel=False,
+                ),
+                LinearShape(
+                    name="wq_b", in_features=a.q_lora_rank, out_slices=(hd,), row_parallel=False
+                ),
+                LinearShape(
+                    name="wo_a",
+                    in_features=hd // a.o_groups,
+                    out_slices=(a.o_groups * a.o_lora_rank,),
+                    row_parallel=False,
+                ),
+                LinearShape(
+                    name="wo_b",
+                    in_features=a.o_groups * a.o_lora_rank,
+                    out_slices=(h,),
+                    row_parallel=True,
+                ),
+            ]
+        elif self.mla:
             m = self.mla
             if m.q_lora_rank:
                 shapes.append(
@@ -686,14 +732,15 @@ class ModelGeometry(BaseModel, frozen=True):
                     row_parallel=False,
                 )
             )
-        shapes.append(
-            LinearShape(
-                name="o_proj",
-                in_features=self.attn_out_in_width,
-                out_slices=(h,),
-                row_parallel=True,
+        if not a:
+            shapes.append(
+                LinearShape(
+                    name="o_proj",
+                    in_features=self.attn_out_in_width,
+                    out_slices=(h,),
+                    row_parallel=True,
+                )
             )
-        )
         widths = []
         if not self.moe or self.moe.num_moe_layers < self.num_layers:
             widths.append(self.intermediate_size)
@@ -786,7 +833,46 @@ class ModelGeometry(BaseModel, frozen=True):
         p = self.per_layer_input_size
         return self.num_layers * (self.hidden_size * p) + self.num_layers * 2 * self.hidden_size * p
 
+    @cached_property
+    def v4_parts(self) -> V4Parts | None:
+        """DeepSeek-V4's parameters by storage format (deepseek_v4.parts), else None."""
+        a, e = self.compressed_attention, self.moe
+        if a is None or e is None:
+            return None
+        return v4_parts(
+            a,
+            hidden=self.hidden_size,
+            heads=self.num_attention_heads,
+            vocab=self.vocab_size,
+            experts=e.num_experts,
+            experts_per_token=e.experts_per_token,
+            expert_width=e.expert_intermediate_size,
+            shared_width=e.shared_intermediate_size,
+        )
+
+    def tp_replicated_bytes(self, dtype_bytes: float) -> int:
+        """Weight bytes every TP rank holds whole; 0 where the model's TP split is taken as
+        even (DeepSeek-V4: deepseek_v4.tp_replicated_bytes)."""
+        a, e = self.compressed_attention, self.moe
+        if a is None or e is None:
+            return 0
+        return v4_tp_replicated_bytes(
+            a,
+            hidden=self.hidden_size,
+            vocab=self.vocab_size,
+            experts=e.num_experts,
+            experts_per_token=e.experts_per_token,
+            dtype_bytes=dtype_bytes,
+        )
+
     def _attention_and_linear_parameters(self) -> int:
+        if self.compressed_attention:
+            # every layer's attention with its compressor / indexer and hyper-connection
+            # mixers (deepseek_v4.layer_parts)
+            a, h = self.compressed_attention, self.hidden_size
+            return sum(
+                sum(layer_parts(a, h, self.num_attention_heads, r)) for r in a.compress_ratios
+            )
         if self.attention_groups:
             return self._grouped_attention_parameters() + self._per_layer_input_linear_parameters()
         return (
@@ -866,6 +952,8 @@ class ModelGeometry(BaseModel, frozen=True):
     @cached_property
     def _parameter_count(self) -> int:
         """Total parameters of the language model (vision tower added separately)."""
+        if self.v4_parts is not None:
+            return self.v4_parts.total
         mlp, _ = self.mlp_parameters()
         return (
             self.embedding_parameters()
@@ -878,6 +966,8 @@ class ModelGeometry(BaseModel, frozen=True):
     def weight_bytes(self, dtype_bytes: float) -> int:
         """Bytes of weights at the model dtype; quantized checkpoints store linear weights at
         their format's size and embeddings, norms and the lm_head at the model dtype."""
+        if self.v4_parts is not None and self.compressed_attention is not None:
+            return v4_weight_bytes(self.v4_parts, self.compressed_attention, dtype_bytes)
         total = self.parameter_count()
         if not self.quantization:
             return int(total * dtype_bytes)
@@ -938,6 +1028,10 @@ class ModelGeometry(BaseModel, frozen=True):
         """KV cache bytes per token over the KV layers: 2·kv_heads·head_dim per layer, or one
         latent of kv_lora_rank + rope dims for MLA (vLLM's MLA cache stores the compressed
         latent). Hybrid linear-attention layers keep no per-token cache."""
+        if self.compressed_attention:
+            # DeepSeek-V4: compressed states and indexer keys in vLLM's fp8_ds_mla layout,
+            # whatever kv_dtype_bytes says (deepseek_v4.kv_bytes_per_token)
+            return math.ceil(v4_kv_bytes_per_token(self.compressed_attention))
         if self.attention_groups:
             # Gemma 4: each KV-owning layer caches K and V at its own shape (k_eq_v layers
             # still hold a V cache: vLLM's Attention gets num_kv_heads, gemma4.py:500-512)
@@ -950,6 +1044,37 @@ class ModelGeometry(BaseModel, frozen=True):
         else:
             per_layer = 2 * self.kv_width
         return int(self.num_attention_layers * per_layer * kv_dtype_bytes)
+
+
+def text_model_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys ModelGeometry reads, as one flat dict: the served part of the config (Qwen2.5-
+    Omni's thinker), its text_config over the top level with the sub-config class defaults a
+    sparse text_config omits, the model type's defaults, DBRX's nested keys, NemotronH's
+    layers_block_type as a pattern. Also what catalog.geometry_signature reads, so a signature
+    holds the shapes the geometry is built from."""
+    top = _omni_thinker(dict(config))
+    text = top.get("text_config") if isinstance(top.get("text_config"), Mapping) else None
+    c: dict[str, Any] = {**top, **text} if text else top
+    if text:
+        sub_type = str(text.get("model_type") or "").lower()
+        c = {**TEXT_CONFIG_DEFAULTS.get(sub_type, {}), **c}
+    if not c.get("model_type") and top.get("model_type"):
+        c = {**c, "model_type": top["model_type"]}  # a text_config without its own
+    model_type = str(c.get("model_type") or "").lower()
+    c = {**MODEL_TYPE_DEFAULTS.get(model_type, {}), **c}
+    if model_type == "dbrx":
+        c = {**_dbrx_keys(c), **c}
+    block_types = c.get("layers_block_type")
+    if model_type == "nemotron_h" and isinstance(block_types, list) and block_types:
+        # newer NemotronHConfig lists layers_block_type (mamba / attention / mlp / moe)
+        # instead of hybrid_override_pattern; num_hidden_layers is its length
+        symbols = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        c = {
+            "num_hidden_layers": len(block_types),
+            **c,
+            "hybrid_override_pattern": "".join(symbols.get(str(t), "?") for t in block_types),
+        }
+    return c
 
 
 def _omni_thinker(top: dict[str, Any]) -> dict[str, Any]:
@@ -1337,6 +1462,19 @@ def _read_quantization(q: Any) -> Quantization | None:
     )
 
 
+def _v4_quantization(a: CompressedAttention) -> Quantization | None:
+    """DeepSeek-V4 checkpoints: FP8 block linears (attention, shared experts, MTP projections)
+    beside routed experts at expert_format (deepseek_v4.read_deepseek_v4); the ignore lists of
+    the NVFP4 re-releases name the parts that stay FP8, not unquantized ones, so none is read."""
+    if a.expert_format is None:
+        return None
+    return Quantization(
+        method="fp8",
+        bytes_per_param=FP8_BYTES,
+        part_bytes=(("routed_experts", EXPERT_BYTES[a.expert_format]),),
+    )
+
+
 def _modelopt_mixed_parts(
     q: Mapping[str, Any],
 ) -> tuple[float, tuple[tuple[str, float], ...]] | None:
@@ -1506,7 +1644,9 @@ def _gemma4_vision_parameters(v: Mapping[str, Any], text_hidden: int) -> int:
     return embed + n * layer + h * text_hidden
 
 
-def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> int:
+def _vision_parameters(
+    v: Any, model_type: str = "", text_hidden: int = 0, top: Mapping[str, Any] | None = None
+) -> int:
     """Vision tower parameters: exact layer shapes for the Qwen-VL and SigLIP (Gemma 3) towers,
     otherwise a ViT estimate (per layer 4·h² attention + 2·h·inter MLP, plus the patch
     embedding)."""
@@ -1525,11 +1665,46 @@ def _vision_parameters(v: Any, model_type: str = "", text_hidden: int = 0) -> in
         return _siglip_vision_parameters(v) + (
             _gemma3_projector_parameters(v, text_hidden) if model_type == "gemma3" else 0
         )
+    if str(v.get("model_type") or "") == "pixtral":
+        return _pixtral_vision_parameters(v) + (
+            _mistral3_projector_parameters(v, text_hidden, top or {})
+            if model_type == "mistral3"
+            else 0
+        )
     h = int(v.get("hidden_size") or 0)
     n = int(v.get("num_hidden_layers") or v.get("depth") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
     patch = int(v.get("patch_size") or 14)
     return n * (4 * h * h + 2 * h * inter) + 3 * patch * patch * h
+
+
+def _pixtral_vision_parameters(v: Mapping[str, Any]) -> int:
+    """Pixtral vision tower (transformers pixtral/modeling_pixtral.py, PixtralVisionModel; vLLM
+    pixtral.py): patch_conv Conv2d(channels, h, patch) without bias, ln_pre RMSNorm, per layer
+    attention_norm + ffn_norm (RMSNorm) and bias-free q/k/v/o and a gated MLP
+    (gate/up/down_proj, silu). Rotary positions: no position table. Defaults are
+    PixtralVisionConfig's (hidden 1024, 24 layers, intermediate 4096, patch 16)."""
+    h = int(v.get("hidden_size") or 1024)
+    n = int(v.get("num_hidden_layers") or 24)
+    inter = int(v.get("intermediate_size") or 4096)
+    patch = int(v.get("patch_size") or 16)
+    channels = int(v.get("num_channels") or 3)
+    return channels * patch * patch * h + h + n * (4 * h * h + 3 * h * inter + 2 * h)
+
+
+def _mistral3_projector_parameters(
+    v: Mapping[str, Any], text_hidden: int, top: Mapping[str, Any]
+) -> int:
+    """Mistral3MultiModalProjector (transformers mistral3/modeling_mistral3.py): an RMSNorm over
+    the vision hidden size, the patch merger's merging_layer Linear(h * s², h) without bias
+    (s = spatial_merge_size, 2 by default), linear_1 Linear(h, text hidden) and linear_2
+    Linear(text hidden, text hidden), with bias only when multimodal_projector_bias (default
+    False). E.g. Magistral-Small-2509: tower 403,305,472 + projector 35,652,608."""
+    h = int(v.get("hidden_size") or 1024)
+    merge = int(top.get("spatial_merge_size") or 2)
+    bias = bool(top.get("multimodal_projector_bias", False))
+    linears = h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+    return h + h * merge * merge * h + linears
 
 
 def _siglip_vision_parameters(v: Mapping[str, Any]) -> int:

@@ -70,7 +70,7 @@ def forward_elements_per_token(g: ModelGeometry, tp: int) -> float:
             moe += 3 * e.shared_intermediate_size / tp
         dense = mlp if e.num_moe_layers < g.num_layers else 0
         mlp = max(dense, moe)
-    return 4 * g.hidden_size + (g.q_width + 2 * g.kv_width) / tp + mlp
+    return 3 * g.hidden_size + g.residual_width + (g.q_width + 2 * g.kv_width) / tp + mlp
 
 
 def forward_bytes(g: ModelGeometry, dtype_bytes: float, tokens: int, tp: int) -> int:
@@ -160,8 +160,11 @@ def weights_per_rank(
     and vLLM logs inside "model weights take" (geometry._rope_cache_elements)."""
     total = g.weight_bytes(dtype_bytes) + mxfp4_padding_bytes(g, tp)
     rope = rope_cache_bytes(g, dtype_bytes)
+    # parts every TP rank holds whole (DeepSeek-V4's replicated attention inputs, compressors,
+    # indexers, hyper-connection mixers and router): counted whole on each rank
+    replicated = g.tp_replicated_bytes(dtype_bytes) * (1 - 1 / tp)
     if pp == 1:
-        return int(total / tp + rope)
+        return int(total / tp + replicated + rope)
     table = g.vocab_size * g.hidden_size * dtype_bytes
     tables = table * (1 if g.tie_word_embeddings else 2)
     vision = g.vision_parameters * dtype_bytes
@@ -170,19 +173,25 @@ def weights_per_rank(
     first = per_stage + table + vision
     last = per_stage + table
     w = {"first": first, "last": last}.get(rank, max(first, last))
-    return int(w / tp + rope)
+    return int(w / tp + replicated * math.ceil(g.num_layers / pp) / g.num_layers + rope)
 
 
 def rope_cache_bytes(g: ModelGeometry, dtype_bytes: float) -> int:
     """Rotary cos/sin cache buffers of one rank, not split by TP (geometry._rope_cache_elements
     cites vLLM's source)."""
-    return int(g.rope_cache_elements * dtype_bytes)
+    return int(g.rope_cache_elements * (4 if g.rope_cache_fp32 else dtype_bytes))
 
 
 def kv_bytes_per_token_per_rank(g: ModelGeometry, kv_dtype_bytes: float, tp: int, pp: int) -> float:
     """KV bytes one rank stores per token: its stage's layers, its share of the KV heads
     (heads are replicated when TP > kv_heads; MLA's latent is not split by TP); hybrid
     linear-attention layers hold no per-token KV."""
+    if g.compressed_attention:
+        # DeepSeek-V4: one shared KV head, every cache spec max_tp_shards=1 (replicated on
+        # every TP rank, vLLM 0.33.0 models/deepseek_v4/attention.py:868-884, :912-925); PP
+        # splits the layers
+        n = len(g.compressed_attention.compress_ratios)
+        return g.kv_bytes_per_token(kv_dtype_bytes) * math.ceil(n / pp) / max(n, 1)
     if g.attention_groups:
         # Gemma 4: per-layer shapes (geometry._read_gemma4); KV-shared layers hold no cache
         owned = [a for a in g.attention_groups if a.owns_kv]

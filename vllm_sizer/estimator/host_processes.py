@@ -71,6 +71,8 @@ def default_api_servers(
 def node_ranks(ranks: int, *, nodes: int | None, local_ranks: int | None) -> tuple[int, str]:
     """The ranks (GPU worker processes) of one node of a multi-node engine of `ranks` ranks
     (tp·pp × local engines): the pod's GPUs when it says, else an even share over the nodes."""
+    if local_ranks == 0:
+        return 0, f"none of the engine's {ranks} rank(s) on this pod (no GPU: all on other pods)"
     if local_ranks:
         n = min(local_ranks, ranks)
         return n, f"{n} of the engine's {ranks} rank(s) on this pod (its GPUs)"
@@ -200,7 +202,7 @@ def host_terms(
     h = HostTerms()
     ws = tp * pp
     workers = ws * dp
-    if node_role in ("leader", "worker") and local_ranks:
+    if node_role is not None and local_ranks is not None:
         workers = min(local_ranks, workers)
     if node_role == "worker":
         _ray_worker_node(h, workers, ws * dp)
@@ -234,6 +236,20 @@ def host_terms(
                 f"{workers} of the engine's {ws * dp} GPU worker(s); the Ray head's GCS and "
                 f"dashboard are an assumed {C.RAY_HEAD_EXTRA_BYTES.value / GiB:g} GiB "
                 "(not measured)"
+            )
+        elif node_role == "replica":
+            h.add(
+                "ray_node_processes",
+                C.RAY_NODE_PROCESSES_BYTES.value,
+                "sum",
+                f"Ray worker pod that may hold the engine's replica ({workers} of its "
+                f"{ws * dp} rank(s) here): Ray's node processes, "
+                f"{C.RAY_NODE_PROCESSES_BYTES.source}",
+            )
+            h.notes.append(
+                f"Ray worker pod: the engine's front processes (its replica actor and engine "
+                f"core may be placed on any pod of the group), {workers} of its {ws * dp} GPU "
+                "worker(s) and Ray's node processes (the Ray head runs elsewhere)"
             )
     _worker_terms(
         h,
@@ -359,7 +375,7 @@ def _worker_terms(
         f"{workers} GPU worker(s) × {C.GPU_WORKER_PROCESS_BYTES.value / GiB:g} GiB: "
         + C.GPU_WORKER_PROCESS_BYTES.source,
     )
-    if compiled:
+    if compiled and workers:  # Inductor's compile pool is started by the GPU workers
         h.add(
             "compile_workers", C.COMPILE_WORKERS_BYTES.value, "sum", C.COMPILE_WORKERS_BYTES.source
         )
@@ -376,13 +392,17 @@ def _worker_terms(
             f"--cpu-offload-gb {cpu_offload_gb:g} GB per GPU pinned parameter by parameter: "
             f"≤ {C.PINNED_ROUNDING_BOUND.value:g}x ({C.PINNED_ROUNDING_BOUND.source})",
         )
-    if swap_bytes:
+    if swap_bytes and workers:
         per_gpu = swap_bytes / max(tp, 1)
+        # one node of a multi-node engine holds its own ranks' caches only (min: as before on
+        # one node, where workers ≥ tp)
+        ranks = min(workers, tp)
         h.add(
             "swap_space",
-            tp * pinned_bytes(per_gpu, max(num_layers // pp, 1)),
+            ranks * pinned_bytes(per_gpu, max(num_layers // pp, 1)),
             "sum",
-            "V0 CPU swap cache: one pinned tensor per layer per GPU, power-of-two rounded",
+            "V0 CPU swap cache: one pinned tensor per layer per GPU, power-of-two rounded"
+            + (f" ({ranks} of the engine's {tp} on this pod)" if ranks < tp else ""),
         )
     _kv_offload(
         h,

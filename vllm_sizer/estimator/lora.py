@@ -9,7 +9,7 @@ Tensors are freed per op, so the peak is the largest single op, not a sum over l
 6·T·R·max(in) bytes for bf16 (down_proj's shrink at Qwen3-0.6B: 4.5 MiB per token at R=256).
 
 Allocators hold freed memory, so measured peaks sit above the mechanism by a factor that is not
-constant (1.14x-1.59x on the seed's tcmalloc rows). The scratch is therefore read off measured
+constant (1.14x-1.59x on the published tcmalloc rows, calibration/published.json). The scratch is therefore read off measured
 calibration rows (data/lora_scratch_calibration.json) and only *scaled* by the mechanism:
   - inside the measured token range of an allocator family (glibc; tcmalloc, as vLLM's CPU
     images preload it): the factor over the mechanism is interpolated linearly in T between
@@ -308,7 +308,7 @@ def calculate_lora_prefill_scratch_bytes(
     chosen, family_note = _family_rows(allocator, rows)
     for r in chosen:
         # Rows are grouped by allocator: the factor over the mechanism is what the allocator
-        # keeps of freed per-op tensors (the seed's CPU image and a pip install with tcmalloc
+        # keeps of freed per-op tensors (vLLM's CPU image and a pip install with tcmalloc
         # preloaded behave alike), so their token ranges join into one curve.
         families.setdefault(r.allocator, []).append(r)
 

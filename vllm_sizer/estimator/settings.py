@@ -86,10 +86,15 @@ class EngineSettings(BaseModel):
     )
     # One node of a multi-node engine (Ray executor over several pods, e.g. a LeaderWorkerSet):
     # "leader" runs the API server, the engine core and the Ray head beside its own ranks;
-    # "worker" only Ray's node processes and its ranks' GPU worker actors. None: one node.
-    node_role: Literal["leader", "worker"] | None = None
+    # "worker" only Ray's node processes and its ranks' GPU worker actors; "replica" a Ray
+    # worker pod that may hold the engine's front processes (Ray Serve LLM's replica actor and
+    # its engine core share the placement group's first bundle with a GPU worker) beside its
+    # ranks and Ray's node processes, but not the Ray head. None: one node.
+    node_role: Literal["leader", "worker", "replica"] | None = None
     nodes: int | None = None  # nodes of the engine (the LWS size), when known
-    local_ranks: int | None = None  # GPUs (ranks) of this pod; default tp·pp / nodes
+    # GPUs (ranks) of this pod; default tp·pp / nodes. 0: a head that runs the engine's front
+    # processes and the Ray head with no GPU (its ranks all on worker pods)
+    local_ranks: int | None = None
     # Facts about where it runs (from the pod spec / node), not vLLM flags.
     gpu_memory_bytes: int | None = None
     gpu_product: str | None = None
@@ -122,11 +127,18 @@ class EngineSettings(BaseModel):
             raise ValueError(f"data_parallel_size_local must be ≥ 1, got {v}")
         return v
 
-    @field_validator("nodes", "local_ranks")
+    @field_validator("nodes")
     @classmethod
     def _node(cls, v: int | None, info: ValidationInfo) -> int | None:
         if v is not None and v < 1:
             raise ValueError(f"{info.field_name} must be ≥ 1, got {v}")
+        return v
+
+    @field_validator("local_ranks")
+    @classmethod
+    def _local_ranks(cls, v: int | None) -> int | None:
+        if v is not None and v < 0:
+            raise ValueError(f"local_ranks must be ≥ 0, got {v}")
         return v
 
     @field_validator("data_parallel_rank")

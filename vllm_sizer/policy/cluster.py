@@ -27,6 +27,7 @@ from typing import Any
 
 from ..estimator import catalog
 from ..workloads.api_names import MODEL_CONFIGS_LABEL
+from ..workloads.device import CLAIM_KINDS
 from ..workloads.model import ReadContext
 from .limit_ranges import container_memory_max
 
@@ -37,7 +38,12 @@ REFERENCED_KINDS = ("OpenModel",)
 # Namespaced objects a resource names, looked up in its own namespace first and then in its
 # platform's system namespace, as the platform does: KServe's LLMInferenceServiceConfig
 # (kserve/kserve@aaac4e2 pkg/controller/v1alpha2/llmisvc/config_merge.go:823-840, `kserve`)
-NAMESPACED_REFERENCED_KINDS = {"LLMInferenceServiceConfig": "kserve"}
+# DRA ResourceClaimTemplates / ResourceClaims a pod's resourceClaims name (their device class
+# says which accelerator): the pod's own namespace only (None: no system namespace)
+NAMESPACED_REFERENCED_KINDS: dict[str, str | None] = {
+    "LLMInferenceServiceConfig": "kserve",
+    **dict.fromkeys(CLAIM_KINDS),
+}
 # ConfigMap keys must match [-._a-zA-Z0-9]+, so "Org/Name" cannot be a key: write it as
 # "Org--Name" (the first "--" stands for the "/"). Both spellings are accepted.
 KEY_SLASH = "--"
@@ -264,7 +270,7 @@ class ClusterContext:
             return self.objects
         out = dict(self.objects)
         for kind, system in NAMESPACED_REFERENCED_KINDS.items():
-            for where in (system, *self._same_namespace(ns)):
+            for where in ((system,) if system else ()) + self._same_namespace(ns):
                 for key, o in self.namespaced_objects.get(where, {}).items():
                     if key[0] == kind:
                         out[key] = o

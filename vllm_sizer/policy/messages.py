@@ -50,8 +50,11 @@ def gi(n: int | float | None) -> str:
 
 def role(w: Workload) -> str:
     """ " (multi-node leader)" / " (multi-node worker)": the container is one node of an engine
-    spread over several pods (a LeaderWorkerSet's Ray group), sized for that node only."""
+    spread over several pods (a LeaderWorkerSet's Ray group), sized for that node only;
+    " (Ray worker with the engine)": a Ray worker pod that may hold an engine's replica."""
     r = w.settings.node_role if w.settings is not None else None
+    if r == "replica":
+        return " (Ray worker with the engine)"
     return f" (multi-node {r})" if r else ""
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, field_validator
 
 from ..estimator.constants import PINNED_CPU_KV_GIB_DEFAULT
 from ..estimator.units import MiB
+from ..workloads.quantity import parse_quantity
 
 Mode = Literal["mutate", "enforce", "warn", "off"]
 MODES: tuple[Mode, ...] = ("mutate", "enforce", "warn", "off")
@@ -47,6 +48,18 @@ class PolicySettings(BaseModel):
     @classmethod
     def _headroom(cls, v: str | float) -> float:
         return parse_headroom(v)
+
+    # Text as an environment variable or a values file gives it: "1Gi" (a Kubernetes quantity)
+    # for the byte sizes, " true " for the flag (pydantic reads true/false, 1/0, yes/no, on/off).
+    @field_validator("rounding_bytes", "largest_node_memory_bytes", mode="before")
+    @classmethod
+    def _quantity(cls, v: object) -> object:
+        return parse_quantity(v) if isinstance(v, str) else v
+
+    @field_validator("fail_closed", mode="before")
+    @classmethod
+    def _flag(cls, v: object) -> object:
+        return v.strip() if isinstance(v, str) else v
 
     @field_validator("rounding_bytes")
     @classmethod

@@ -64,6 +64,27 @@ def _list(x: Any) -> list[Any]:
 MAX_DEVICES = 1024
 
 
+# A count the author fills in before applying (`nvidia.com/gpu: ${GPU_COUNT}`, a template):
+# the accelerator is asked for, only how many is unknown
+_FILL_IN_COUNT = re.compile(r"\$\{?[A-Za-z_]|\$\([A-Za-z_]|\{\{|<[A-Za-z]")
+
+
+def _asks_for(raw: Any, key: str, diags: list[Diagnostic]) -> tuple[bool, int]:
+    """(whether the resource is requested, how many when the count is known: else 0)."""
+    if isinstance(raw, str) and _FILL_IN_COUNT.search(raw):
+        diags.append(
+            Diagnostic(
+                "warning",
+                "a placeholder: the device is requested, how many is unknown",
+                key,
+                raw[:40],
+            )
+        )
+        return True, 0
+    n = _count(raw, key, diags)
+    return bool(n), n or 0
+
+
 def _count(raw: Any, key: str, diags: list[Diagnostic]) -> int | None:
     try:
         if isinstance(raw, bool):
@@ -119,6 +140,59 @@ def _label_values(pod_spec: dict[str, Any], key: str) -> list[str]:
     return sorted(set(values))
 
 
+# DRA objects a pod's resourceClaims name: the device class is in them, not in the pod
+CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
+
+
+def claim_device_classes(
+    pod_spec: dict[str, Any], objects: dict[tuple[str, str], dict[str, Any]]
+) -> tuple[str, ...]:
+    """The deviceClassName of every request of the ResourceClaimTemplates / ResourceClaims the
+    pod's resourceClaims name, when the caller has them (`check`: the same file): a claim named
+    `gpu` from a template `gpu-template` whose class is gpu.intel.com asks for an Intel GPU.
+    resource.k8s.io v1: requests[].exactly.deviceClassName (or firstAvailable[]); v1beta1:
+    requests[].deviceClassName; a ResourceClaimTemplate nests the claim spec in spec.spec."""
+    classes: list[str] = []
+    for claim in _list(pod_spec.get("resourceClaims"))[:16]:
+        claim = _dict(claim)
+        for kind, key in (
+            ("ResourceClaimTemplate", "resourceClaimTemplateName"),
+            ("ResourceClaim", "resourceClaimName"),
+        ):
+            name = claim.get(key)
+            obj = objects.get((kind, name)) if isinstance(name, str) else None
+            if obj is None:
+                continue
+            spec = _dict(obj.get("spec"))
+            if kind == "ResourceClaimTemplate":
+                spec = _dict(spec.get("spec"))
+            for req in _list(_dict(spec.get("devices")).get("requests"))[:16]:
+                req = _dict(req)
+                for sub in [
+                    req,
+                    _dict(req.get("exactly")),
+                    *map(_dict, _list(req.get("firstAvailable"))[:8]),
+                ]:
+                    cls = sub.get("deviceClassName")
+                    if isinstance(cls, str) and cls and cls not in classes:
+                        classes.append(cls[:253])
+    return tuple(classes)
+
+
+# VLLM_TARGET_DEVICE (vllm/envs.py) names the platform a vLLM build or image targets; set in a
+# pod it says which accelerator the author means when the pod spec leaves it open (a DRA claim
+# with no vendor in its names)
+TARGET_DEVICES = {
+    "cuda": "cuda",
+    "rocm": "rocm",
+    "tpu": "other",
+    "xpu": "other",
+    "hpu": "other",
+    "neuron": "other",
+    "openvino": "other",
+}
+
+
 def detect_device(
     *,
     image: str | None,
@@ -146,21 +220,21 @@ def detect_device(
     for key, raw in extended.items():
         key_s = str(key)
         if key_s == "nvidia.com/gpu" or key_s.startswith("nvidia.com/mig-"):
-            n = _count(raw, key_s, diags)
-            if n:
+            asked, n = _asks_for(raw, key_s, diags)
+            if asked:
                 accel, count = "cuda", count + n
                 why.append(key_s)
                 m = _MIG_RE.match(key_s)
                 if m:
                     mig_gb = int(m.group(2)) if mig_gb is None else min(mig_gb, int(m.group(2)))
         elif key_s == "amd.com/gpu":
-            n = _count(raw, key_s, diags)
-            if n:
+            asked, n = _asks_for(raw, key_s, diags)
+            if asked:
                 accel, count = accel or "rocm", count + n
                 why.append(key_s)
         elif any(key_s.lower().startswith(p) for p in OTHER_ACCELERATORS):
-            n = _count(raw, key_s, diags)
-            if n:
+            asked, _ = _asks_for(raw, key_s, diags)
+            if asked:
                 accel = accel or "other"
                 why.append(key_s)
     runtime_class = pod_spec.get("runtimeClassName")
@@ -182,7 +256,11 @@ def detect_device(
         named = _dra_vendors(words)
         vendor = named[0] if len(named) == 1 else None
         several = f" (the names say {' and '.join(named)})" if len(named) > 1 else ""
-        if vendor is None and image_device(image) not in (None, "cpu"):
+        target = TARGET_DEVICES.get(env.get("VLLM_TARGET_DEVICE", "").strip().lower())
+        if vendor is None and target is not None:
+            vendor = target
+            how = f"VLLM_TARGET_DEVICE={env['VLLM_TARGET_DEVICE'].strip()[:20]}{several}"
+        elif vendor is None and image_device(image) not in (None, "cpu"):
             vendor = image_device(image)
             how = f"the image's build ({image}){several}"
         elif vendor is None:
@@ -248,6 +326,15 @@ def detect_device(
     elif hint is not None:
         facts.device = hint[0]
         diags.append(Diagnostic("info", f"device {hint[0]}: {hint[1]}"))
+    elif TARGET_DEVICES.get(env.get("VLLM_TARGET_DEVICE", "").strip().lower()):
+        facts.device = TARGET_DEVICES[env["VLLM_TARGET_DEVICE"].strip().lower()]
+        diags.append(
+            Diagnostic(
+                "info",
+                f"device {facts.device} from VLLM_TARGET_DEVICE; no accelerator is requested "
+                "in the pod spec",
+            )
+        )
     elif image_device(image):
         facts.device = image_device(image) or "unknown"
         diags.append(

@@ -20,7 +20,13 @@ from __future__ import annotations
 import os
 import re
 
-from .vllm_args import API_SERVER_MODULES, CLI_MODULES, is_kaito_entrypoint
+from .vllm_args import (
+    API_SERVER_MODULES,
+    CLI_MODULES,
+    RUN_BATCH_MODULE,
+    RUN_BATCH_SUBCOMMAND,
+    is_kaito_entrypoint,
+)
 
 HF_SERVER_MODULE = "huggingfaceserver"
 SHELLS = {"sh", "bash", "dash", "ash", "zsh", "ksh"}
@@ -211,6 +217,48 @@ def _python_module(head: list[str]) -> tuple[str, int] | None:
     return None
 
 
+# vLLM's server modules by the file that holds them: `python3 <site-packages>/vllm/entrypoints/
+# openai/api_server.py` runs the module's file as a script (its `__main__` block parses the
+# same flags as `-m vllm.entrypoints.openai.api_server`)
+API_SERVER_FILES = {
+    "vllm/entrypoints/openai/api_server.py": "vllm.entrypoints.openai.api_server",
+    "vllm/entrypoints/api_server.py": "vllm.entrypoints.api_server",
+}
+
+
+def as_api_server_module(argv: list[str], copy: str | None = None) -> list[str] | None:
+    """`python [opts] SCRIPT ARGS` where SCRIPT is one of vLLM's server module files (by its
+    path under vllm/entrypoints/) or `copy`, the path where the image keeps a copy of vLLM's
+    OpenAI api_server.py: the same argv with `-m <module>` in place of the script (wrappers in
+    front kept); None for anything else."""
+    argv = [str(a) for a in argv]
+    head = executed(argv)
+    if not head or not _PYTHON_RE.match(_base(head[0])):
+        return None
+    i = 1
+    while i < len(head) and head[i].startswith("-") and head[i] != "-":
+        if head[i] == "-c" or head[i].startswith("-m"):
+            return None  # code or a module runs, not a script file
+        i += 2 if head[i] in _PYTHON_VALUE_OPTS else 1
+    if i >= len(head):
+        return None
+    script = os.path.normpath(head[i])
+    module = next(
+        (
+            mod
+            for path, mod in API_SERVER_FILES.items()
+            if script == path or script.endswith("/" + path)
+        ),
+        None,
+    )
+    if module is None and copy is not None and script == os.path.normpath(copy):
+        module = "vllm.entrypoints.openai.api_server"
+    if module is None:
+        return None
+    start = len(argv) - len(head)
+    return [*argv[:start], *head[:i], "-m", module, *head[i + 1 :]]
+
+
 def executes_vllm(argv: list[str]) -> bool:
     """Whether argv executes vLLM's server (or KServe's Hugging Face server) in this container."""
     head = executed(argv)
@@ -218,7 +266,7 @@ def executes_vllm(argv: list[str]) -> bool:
         return False
     prog = _base(head[0])
     if prog == "vllm":
-        return len(head) > 1 and head[1] == "serve"
+        return len(head) > 1 and head[1] in ("serve", RUN_BATCH_SUBCOMMAND)
     if prog == HF_SERVER_MODULE:
         return True
     if _PYTHON_RE.match(prog):
@@ -229,9 +277,13 @@ def executes_vllm(argv: list[str]) -> bool:
         if mod is None:
             return False
         module, after = mod
-        if module in API_SERVER_MODULES or module == HF_SERVER_MODULE:
+        if module in API_SERVER_MODULES or module in (HF_SERVER_MODULE, RUN_BATCH_MODULE):
             return True
-        return module in CLI_MODULES and after < len(head) and head[after] == "serve"
+        return (
+            module in CLI_MODULES
+            and after < len(head)
+            and head[after] in ("serve", RUN_BATCH_SUBCOMMAND)
+        )
     return False
 
 

@@ -55,6 +55,9 @@ class VendorImage:
     source: str
     # a repository that holds unrelated images: only tags that start with this are the row's
     tag_prefix: str | None = None
+    # a path in the image holding a copy of vLLM's vllm/entrypoints/openai/api_server.py, run
+    # as a script (`python3 <path> --model ...`): vLLM's OpenAI server, read as the module
+    api_server_copy: str | None = None
 
 
 _API = ("python3", "-m", "vllm.entrypoints.openai.api_server")
@@ -105,6 +108,16 @@ VENDOR_IMAGES: tuple[VendorImage, ...] = (
         "cpu",
         "opea-project/GenAIComps@0bb1c85f95d0b0d34fbb7aa8c7068034282a726c:"
         "comps/third_parties/vllm/src/build_docker_vllm.sh (vllm docker/Dockerfile.cpu)",
+    ),
+    VendorImage(
+        "opea/vllm-rocm",
+        ("python3", "/workspace/api_server.py"),
+        "rocm",
+        "opea-project/GenAIComps@1f255aa7e9c8d091e4b8fae2ebb53f4f72c22c73:"
+        "comps/third_parties/vllm/src/Dockerfile.amd_gpu (FROM rocm/vllm:rocm6.3.1_instinct_"
+        "vllm0.8.3_20250410; RUN cp .../vllm/entrypoints/openai/api_server.py "
+        "/workspace/api_server.py; ENTRYPOINT python3 /workspace/api_server.py)",
+        api_server_copy="/workspace/api_server.py",
     ),
     VendorImage(
         "opea/vllm-gaudi",
@@ -283,6 +296,24 @@ def is_cpu_image(image: str | None) -> bool:
     )
 
 
+# vLLM's first release, v0.1.0 (June 2023): a lower tag on an image that names vLLM is the
+# builder's own numbering (quay.io/rh-aiservices-bu/vllm-openai-ubi9:0.0.2)
+FIRST_VLLM_RELEASE = (0, 1, 0)
+
+
+# Images whose `vllm serve` takes more options than vLLM's own parser: a flag vLLM lacks may be
+# theirs, so it is listed, not said to stop the pod. vLLM-Omni's image (vllm/vllm-omni) adds
+# --omni, --stage-configs-path and more to vllm serve; its tag follows the vLLM release it is
+# built on ("vLLM-Omni is released against the matching upstream vLLM major/minor version",
+# docs.vllm.ai/projects/vllm-omni getting_started/installation), so the tag is read as vLLM's.
+PARSER_EXTENDING_IMAGES = {"vllm-omni": "vLLM-Omni's"}
+
+
+def extends_vllm_parser(image: str | None) -> str | None:
+    """Whose options an image adds to vLLM's parser ("vLLM-Omni's"), or None."""
+    return PARSER_EXTENDING_IMAGES.get(repo_name(image))
+
+
 def image_version(image: str | None) -> VllmVersion | None:
     """The vLLM version in an image tag (v0.11.0, 0.10.1.1, v0.11.0-cpu), for images whose
     repository names vLLM; None when the tag says nothing (latest, nightly, a digest) or the
@@ -293,7 +324,10 @@ def image_version(image: str | None) -> VllmVersion | None:
     m = _VLLM_TAG_RE.match(tag)
     if not m:
         return None
-    return VllmVersion.parse(m.group(0), source="image tag")
+    version = VllmVersion.parse(m.group(0), source="image tag")
+    if version.tuple < FIRST_VLLM_RELEASE:
+        return None  # a builder's own 0.0.x numbering, not a vLLM release
+    return version
 
 
 def is_newest_tag(image: str | None) -> bool:
@@ -319,6 +353,12 @@ def entrypoint_for(image: str | None) -> list[str] | None:
             if version.tuple >= first:
                 chosen = ep
     return list(chosen)
+
+
+def api_server_copy(image: str | None) -> str | None:
+    """Where a known vendor image keeps its copy of vLLM's api_server.py (VendorImage)."""
+    row = vendor_image(image)
+    return row.api_server_copy if row is not None else None
 
 
 def preloads_tcmalloc(image: str | None) -> bool:

@@ -73,6 +73,30 @@ STOCK_RUNTIMES: dict[str, dict[str, Any]] = {
                 "limits": {"cpu": "4", "memory": "12Gi"},
             },
         },
+        # its worker: waits for the head's GCS with `ray health-check`, then joins it
+        "workerSpec": {
+            "pipelineParallelSize": 1,
+            "tensorParallelSize": 1,
+            "containers": [
+                {
+                    "name": "worker-container",
+                    "image": "kserve/huggingfaceserver:latest-gpu",
+                    "command": [
+                        "bash",
+                        "-c",
+                        "export RAY_HEAD_ADDRESS=${HEAD_SVC}.${POD_NAMESPACE}.svc.cluster.local:6379\n"
+                        'until ray health-check --address "${RAY_HEAD_ADDRESS}"; do sleep 5; done\n'
+                        'ray start --address="${RAY_HEAD_ADDRESS}" --block',
+                    ],
+                    "resources": {
+                        "requests": {"cpu": "2", "memory": "6Gi"},
+                        "limits": {"cpu": "4", "memory": "12Gi"},
+                    },
+                    "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+                }
+            ],
+            "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "3Gi"}}],
+        },
     },
     "vllm": {
         "name": "kserve-vllmserver",
@@ -280,7 +304,7 @@ def read_isvc(
         model = dict(predictor[model_key])
         if model_key == "huggingface":
             model.setdefault("modelFormat", {"name": "huggingface"})
-        views.append(_model_view(obj, meta, predictor, model, model_key, serving, cluster))
+        views.extend(_model_view(obj, meta, predictor, model, model_key, serving, cluster))
     for idx, c in enumerate(_list(predictor.get("containers"))):
         c = _dict(c)
         if not c:
@@ -336,7 +360,8 @@ def _model_view(
     model_key: str,
     serving: dict[str, dict[str, Any]],
     cluster: dict[str, dict[str, Any]],
-) -> ContainerView:
+) -> list[ContainerView]:
+    """The predictor's container (the head, multi-node) and, multi-node, its worker's."""
     fmt = _format_name(model)
     worker = predictor.get("workerSpec")
     multinode = isinstance(worker, dict)
@@ -351,7 +376,7 @@ def _model_view(
                 if v["name"] == name:
                     stock = v
         rc = copy.deepcopy(stock["container"]) if stock else {}
-        rt_spec = {}
+        rt_spec = {"workerSpec": copy.deepcopy(stock["workerSpec"])} if stock and multinode else {}
         if stock is None:
             notes.append(
                 (
@@ -388,16 +413,13 @@ def _model_view(
         ):
             value = _dict(worker).get(key, _dict(rt_spec.get("workerSpec")).get(key, 1))
             sizes.append({"name": env_name, "value": str(value)})
-            if key == "pipelineParallelSize" and type(value) is int and 1 < value < 10**6:
-                nodes = value  # one node per pipeline stage (head + PP − 1 worker pods)
         merged["env"] = merge_env(merged["env"], sizes)
         notes.append(
             (
                 "info",
                 "multi-node predictor: KServe sets "
                 + ", ".join(f"{e['name']}={e['value']}" for e in sizes)
-                + "; the estimate is the head pod's: its own GPUs' ranks and the Ray head (the "
-                "worker pods run Ray workers, not sized)",
+                + "; the estimate is the head pod's: its own GPUs' ranks and the Ray head",
             )
         )
     merged["envFrom"] = _list(rc.get("envFrom")) + _list(model.get("envFrom"))
@@ -435,7 +457,12 @@ def _model_view(
         merged["args"].append(f"--model_dir={MODEL_DIR}")
     pod_spec = {**{k: v for k, v in rt_spec.items() if k not in ("containers",)}, **predictor}
     pod_spec["volumes"] = _list(rt_spec.get("volumes")) + _list(predictor.get("volumes"))
-    return ContainerView(
+    worker_view = None
+    if multinode:
+        nodes, worker_view = _worker_view(
+            meta, _dict(worker), rt_spec, runtime is None, merged, name, notes
+        )
+    head = ContainerView(
         name=str(model.get("name") or rc.get("name") or "kserve-container"),
         container=merged,
         pod_spec=pod_spec,
@@ -446,6 +473,229 @@ def _model_view(
         notes=notes,
         patch_blocked=patch_blocked,
         multinode_nodes=nodes,
+    )
+    if worker_view is not None:
+        worker_view.storage_uri = storage
+    return [head] if worker_view is None else [head, worker_view]
+
+
+# ------------------------------------------------------------------ multinode predictor worker
+# KServe's GPU resource names (kserve/kserve@aaac4e2 pkg/constants/constants.go:310-325,
+# DefaultGPUResourceTypeList; the serving.kserve.io/gpu-resource-types annotation adds others)
+GPU_TYPES = ("nvidia.com/gpu", "amd.com/gpu", "intel.com/gpu", "habana.ai/gaudi")
+WORKER_CONTAINER = "worker-container"  # constants.go:503 WorkerContainerName
+MP_BACKEND_ANNOTATION = "multinode/executor-backend"  # constants.go:746-747, value "mp"
+
+
+def _gpu_request(c: dict[str, Any]) -> tuple[str | None, int]:
+    """(GPU resource name, count) of a container's *requests*, as KServe counts them
+    (utils.GetGPUResourceQtyByType(..., "Request"): pkg/utils/utils.go:468-489@aaac4e2); a
+    GPU only in limits counts 0 there. The name is the one in limits or requests, for the
+    controller's overwrite (deployment_reconciler.go:407-445 addGPUResourceToDeployment)."""
+    res = _dict(c.get("resources"))
+    name = None
+    for section in ("limits", "requests"):
+        for key in _dict(res.get(section)):
+            if key in GPU_TYPES and name is None:
+                name = str(key)
+    for key, value in _dict(res.get("requests")).items():
+        if key in GPU_TYPES:
+            try:
+                n = int(str(value))
+            except ValueError:
+                return str(key), 0
+            return str(key), n if 0 <= n < 10**6 else 0
+    return name, 0
+
+
+def ray_node_layout(
+    tp: int, pp: int, head_gpus: int, worker_gpus: int, mp: bool
+) -> tuple[int, int, int] | str:
+    """(Ray nodes, GPUs of the head, GPUs of each worker pod) as KServe's controller computes
+    them, or why it refuses (kserve/kserve@aaac4e2 pkg/controller/v1beta1/inferenceservice/
+    components/predictor.go: computeRayNodeAndGPUs :689-762, computeMpNodeAndGPUs :767-772).
+    The worker Deployment has nodes − 1 replicas (deployment_reconciler.go:91-101)."""
+    if mp:
+        return pp, tp, tp
+    total = tp * pp
+
+    def ceil_div(a: int, b: int) -> int:
+        return 1 if b == 0 else -(-a // b)
+
+    if worker_gpus > 0:
+        nodes = ceil_div(total, worker_gpus)
+        if head_gpus > 0:
+            if ceil_div(total, head_gpus) == 1:
+                nodes = 1
+        else:
+            head_gpus = total - worker_gpus * (nodes - 1)
+        if nodes == 1:
+            worker_gpus, head_gpus = 0, total
+    elif head_gpus > 0:
+        nodes, worker_gpus = 1, 1
+        if total - head_gpus > 0:
+            nodes = ceil_div(total - head_gpus, 1) + 1
+    else:
+        return total, 1, 1  # no GPU requested anywhere: one GPU per node
+    if total > head_gpus + worker_gpus * (nodes - 1):
+        return (
+            f"the total required number of GPUs({total}) is less than the number of GPUs "
+            f"assigned to the head node({head_gpus}) + worker node({worker_gpus * (nodes - 1)})"
+        )
+    return nodes, head_gpus, worker_gpus
+
+
+def _set_gpus(c: dict[str, Any], name: str | None, count: int) -> None:
+    """The controller's overwrite of a pod's GPU limit and request (addGPUResourceToDeployment:
+    the container's GPU type, else nvidia.com/gpu)."""
+    res = dict(_dict(c.get("resources")))
+    for section in ("limits", "requests"):
+        res[section] = {**_dict(res.get(section)), (name or GPU_TYPES[0]): str(count)}
+    c["resources"] = res
+
+
+def _worker_view(
+    meta: dict[str, Any],
+    isvc_worker: dict[str, Any],
+    rt_spec: dict[str, Any],
+    stock: bool,
+    head: dict[str, Any],
+    runtime: str,
+    head_notes: list[tuple[Severity, str]],
+) -> tuple[int | None, ContainerView | None]:
+    """(Ray nodes when more than one, the worker Deployment's container) of a multinode
+    predictor, built as KServe's controller builds `<isvc>-predictor-worker`: the runtime's
+    workerSpec container named worker-container merged with the InferenceService's workerSpec
+    containers[0] (MergeServingRuntimeAndInferenceServiceSpecs: utils.go:493-523 and
+    MergeRuntimeContainers :253-264, runtime args then the InferenceService's), its GPUs set
+    to the layout's, and KServe's env (predictor.go:556-680 multiNodeProcess)."""
+    rt_worker = _dict(rt_spec.get("workerSpec"))
+    sizes = {
+        key: isvc_worker.get(key, rt_worker.get(key, 1))
+        for key in ("tensorParallelSize", "pipelineParallelSize")
+    }
+    tp, pp = sizes["tensorParallelSize"], sizes["pipelineParallelSize"]
+    if not all(type(v) is int and 1 <= v < 10**4 for v in (tp, pp)):
+        head_notes.append(
+            (
+                "warning",
+                "workerSpec parallel sizes are not integers ≥ 1: the worker pods are not read",
+            )
+        )
+        return None, None
+    rt_containers = [_dict(c) for c in _list(rt_worker.get("containers"))]
+    base = next((c for c in rt_containers if c.get("name") == WORKER_CONTAINER), None)
+    if base is None:
+        head_notes.append(
+            (
+                "warning",
+                f"runtime {runtime!r} has no workerSpec container named {WORKER_CONTAINER}: "
+                'KServe refuses the predictor ("failed to find worker-container in '
+                'ServingRuntime containers"); its worker pods are not read',
+            )
+        )
+        return None, None
+    own_list = _list(isvc_worker.get("containers"))
+    own = _dict(own_list[0]) if own_list else {}
+    merged = copy.deepcopy(base)
+    for key in ("command", "args"):
+        if isinstance(merged.get(key), list):
+            merged[key] = [substitute(a, meta) for a in merged[key]]
+    for key in ("image", "command", "workingDir"):
+        if own.get(key):
+            merged[key] = own[key]
+    merged["args"] = [
+        substitute(a, meta) for a in [*_list(base.get("args")), *_list(own.get("args"))]
+    ]
+    mp = str(_dict(rt_spec.get("annotations")).get(MP_BACKEND_ANNOTATION, "")) == "mp"
+    head_type, head_gpus = _gpu_request(head)
+    merged["resources"] = merge_resources(base.get("resources"), own.get("resources"))
+    worker_type, worker_gpus = _gpu_request(merged)
+    layout = ray_node_layout(tp, pp, head_gpus, worker_gpus, mp)
+    if isinstance(layout, str):
+        head_notes.append(("error", f"KServe refuses this multinode predictor: {layout}"))
+        return None, None
+    nodes, head_gpus, worker_gpus = layout
+    _set_gpus(head, head_type, head_gpus)
+    head_notes.append(
+        (
+            "info",
+            f"KServe lays the Ray cluster out as {nodes} node(s): the head with {head_gpus} "
+            f"GPU(s)"
+            + (
+                f", {nodes - 1} worker pod(s) with {worker_gpus} each"
+                if nodes > 1
+                else " (no worker pods)"
+            )
+            + " (predictor.go computeRayNodeAndGPUs / computeMpNodeAndGPUs)",
+        )
+    )
+    if nodes <= 1:
+        return None, None
+    _set_gpus(merged, worker_type, worker_gpus)
+    kserve_env = [
+        {"name": "RAY_NODE_COUNT", "value": str(nodes)},
+        {"name": "REQUEST_GPU_COUNT", "value": str(worker_gpus)},
+        {"name": "PIPELINE_PARALLEL_SIZE", "value": str(pp)},
+        {"name": "TENSOR_PARALLEL_SIZE", "value": str(tp)},
+        {"name": "ISVC_NAME", "value": str(meta.get("name") or "")},
+    ]
+    merged["env"] = merge_env(merge_env(base.get("env"), own.get("env")), kserve_env)
+    merged["envFrom"] = _list(base.get("envFrom")) + _list(own.get("envFrom"))
+    merged["volumeMounts"] = _list(base.get("volumeMounts")) + _list(own.get("volumeMounts"))
+    pod_spec = {
+        **{k: v for k, v in rt_worker.items() if k != "containers"},
+        **{k: v for k, v in isvc_worker.items() if k != "containers"},
+    }
+    pod_spec["volumes"] = _list(rt_worker.get("volumes")) + _list(isvc_worker.get("volumes"))
+    notes: list[tuple[Severity, str]] = [
+        (
+            "info",
+            f"KServe's worker Deployment {meta.get('name') or '?'}-predictor-worker: "
+            f"{nodes - 1} pod(s) with {worker_gpus} GPU(s) each, its container the runtime's "
+            f"{WORKER_CONTAINER} merged with the InferenceService's workerSpec container",
+        )
+    ]
+    patchable, patch_blocked = True, None
+    if own_list:
+        path = pointer("spec", "predictor", "workerSpec", "containers", 0)
+        if stock and _dict(_dict(own.get("resources")).get("limits")).get("memory") is None:
+            patch_blocked = (
+                f"its memory limit comes from runtime {runtime!r}'s workerSpec, which "
+                "vllm-sizer was not given: set resources.limits.memory on the "
+                "InferenceService's workerSpec container, or let vllm-sizer read the runtime"
+            )
+    else:
+        # The worker container lives in the runtime only. vllm-sizer does not add one to the
+        # InferenceService: that would pin a limit the runtime's owner sets for every
+        # InferenceService using it (a later raise there would no longer apply here), and
+        # the ServingRuntime is not the object under review, so it is never patched either.
+        # The estimate is reported (warn), with where to put the limit; the worker pods run
+        # `ray start`, so the pod-level webhook does not size them at creation either.
+        path = pointer("spec", "predictor", "workerSpec")
+        patchable = False
+        notes.append(
+            (
+                "warning",
+                f"the worker container comes from runtime {runtime!r} only: vllm-sizer "
+                "reports its estimate and changes nothing (set resources.limits.memory in "
+                "spec.predictor.workerSpec.containers[0], named worker-container, or in the "
+                "runtime's workerSpec)",
+            )
+        )
+    return nodes, ContainerView(
+        name=str(own.get("name") or WORKER_CONTAINER),
+        container=merged,
+        pod_spec=pod_spec,
+        container_path=path,
+        resources_path=path + "/resources" if own_list else "",
+        runtime=runtime,
+        notes=notes,
+        patch_blocked=patch_blocked,
+        patchable=patchable,
+        pods_sized_at_creation=False,
+        injected_env=("HEAD_SVC", "WORKER_SVC", "POD_NAMESPACE", "POD_NAME", "POD_IP"),
+        ray_worker_of_head=True,
     )
 
 

@@ -27,7 +27,9 @@ project's API types or CRD at a commit); the readers below follow those files.
   (pyapp.py, never run), else from data/ray_apps.json for published apps fetched by
   working_dir or baked into the image, else from its runtime_env variables by name.
 - `read_ray_job`: a RayJob's entrypoint script in a mounted ConfigMap (ray.data.llm's
-  vLLMEngineProcessorConfig, vLLM's LLM): its engines on the accelerator worker group.
+  vLLMEngineProcessorConfig, vLLM's LLM): its engines on the accelerator worker group;
+  `ray_job_entrypoint_on_head`: an entrypoint that is itself the vLLM command line runs on the
+  head (the job's driver), its GPU worker groups are worker nodes of that engine.
 - `read_kaito_workspace`: a preset is built and sized by KAITO itself (the vLLM runtime unless
   the kaito.sh/runtime annotation says transformers); inference.template is read by structure.
 """
@@ -541,7 +543,7 @@ def _kwargs_flags(kwargs: dict[str, Any]) -> list[str]:
     return flags
 
 
-def _ray_cluster_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def ray_cluster_spec(obj: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     spec = _dict(obj.get("spec"))
     if obj.get("kind") == "RayService":
         return _dict(spec.get("rayClusterConfig")), ("spec", "rayClusterConfig")
@@ -627,12 +629,12 @@ def _gpu_group(
         )
     for c, ptr, pod in candidates:
         limits = _dict(_dict(c.get("resources")).get("limits"))
-        if any(_accelerator(k) for k in limits):
+        if any(is_accelerator(k) for k in limits):
             return c, ptr, pod
     return candidates[0] if candidates else None
 
 
-def _accelerator(resource: str) -> bool:
+def is_accelerator(resource: str) -> bool:
     """A GPU or another accelerator (google.com/tpu, aws.amazon.com/neuron, ...): a TPU worker
     group holds the engine as a GPU group does."""
     low = str(resource).lower()
@@ -820,7 +822,7 @@ def read_ray_serve_llm(
                 ],
             )
         ]
-    cluster, base = _ray_cluster_spec(obj)
+    cluster, base = ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
     c = target[0] if target else {}
     files = _ray_app_files(cluster, config_maps or {})
@@ -831,6 +833,49 @@ def read_ray_serve_llm(
         for engine in _serve_engines(_dict(app), str(c.get("image") or ""), files, mounted)
     ]
     return _ray_engine_views(obj, engines, "Ray Serve")
+
+
+# A RayJob entrypoint that is itself a vLLM server command line (`vllm serve M ...`, `python -m
+# vllm.entrypoints.openai.api_server ...`), possibly after other shell commands
+_SERVER_ENTRYPOINT = re.compile(
+    r"(?:^|[;&|(]\s*)(?:exec\s+)?(?:vllm\s+serve\b|python3?\s+-m\s+vllm\.entrypoints\.)"
+)
+
+
+def ray_job_entrypoint_on_head(obj: dict[str, Any], views: list[ContainerView]) -> None:
+    """A RayJob whose spec.entrypoint starts a vLLM server: KubeRay's submitter runs `ray job
+    submit -- <entrypoint>` and Ray's job supervisor runs it as the driver on the head node
+    (ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229
+    ray-operator/controllers/ray/common/job.go GetK8sJobCommand; the driver is placed on the
+    head unless entrypoint resources say otherwise), so the head container is read as running
+    it after its `ray start`; the engine's Ray executor then places its GPU workers on the
+    worker groups (read as worker nodes). An entrypoint that runs a Python script is read by
+    read_ray_job instead."""
+    entry = _dict(obj.get("spec")).get("entrypoint")
+    if obj.get("kind") != "RayJob" or not isinstance(entry, str):
+        return
+    entry = entry.strip()
+    if not entry or len(entry) > 64_000 or not _SERVER_ENTRYPOINT.search(entry):
+        return
+    head = next(
+        (v for v in views if "/headGroupSpec/" in v.container_path and not v.bare),
+        None,
+    )
+    if head is None or not head.container_path.endswith("/containers/0"):
+        return
+    c = dict(head.container)
+    words = [str(w) for key in ("command", "args") for w in _list(c.get(key))]
+    script = " ".join(words[3:]) if words[:3] == ["/bin/bash", "-lc", "--"] else " ".join(words)
+    c["command"] = ["/bin/bash", "-lc", "--"]
+    c["args"] = [f"{script}; {entry}" if script else entry]
+    head.container = c
+    head.notes.append(
+        (
+            "info",
+            "the RayJob's entrypoint runs as the job's driver on the head node (after the "
+            "head's `ray start`): read as this container's command",
+        )
+    )
 
 
 def read_ray_job(
@@ -844,7 +889,7 @@ def read_ray_job(
     if not isinstance(entry, str):
         return []
     scripts = [w.rsplit("/", 1)[-1] for w in entry.split() if w.endswith(".py")]
-    cluster, _ = _ray_cluster_spec(obj)
+    cluster, _ = ray_cluster_spec(obj)
     files = _ray_app_files(cluster, config_maps or {})
     source = next((files[s] for s in scripts if s in files), None)
     if source is None:
@@ -865,7 +910,7 @@ def read_ray_job(
 def _ray_engine_views(
     obj: dict[str, Any], engines: list[tuple[str, str | None, list[str], str]], who: str
 ) -> list[ContainerView]:
-    cluster, base = _ray_cluster_spec(obj)
+    cluster, base = ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
     c, ptr, pod = target if target else ({}, "", {})
     worker = str(c.get("name") or "")
@@ -894,16 +939,39 @@ def _ray_engine_views(
             )
             continue
         argv = ["vllm", "serve", model, *flags]
+        on_worker = "/workerGroupSpecs/" in ptr
         notes: list[tuple[Severity, str]] = [
             (
                 "warning",
                 f"{who} runs this vLLM engine inside a Ray worker "
-                f"({worker or 'no worker group found'}): the estimate is the engine's "
-                "alone; the raylet and the Ray object store (30% of the pod's memory by "
-                "default) come on top, so vllm-sizer does not change the worker's limit",
+                f"({worker or 'no worker group found'}): "
+                + (
+                    "sized as one pod of that group: its own GPUs' ranks, the engine's "
+                    "replica and engine core (Ray Serve LLM puts them in the placement group's "
+                    "first bundle with a GPU worker: ray-project/ray@898d8a70 python/ray/llm/"
+                    "_internal/serve/core/server/llm_server.py "
+                    "_merge_replica_actor_and_child_actor_bundles; any pod of the group may get "
+                    "it) and Ray's node processes; "
+                    if on_worker
+                    else "the estimate is the engine's alone; the raylet and "
+                )
+                + "the Ray object store (30% of the pod's memory by default, shared memory "
+                "reserved, not written by vLLM) come on top, so vllm-sizer does not change the "
+                "worker's limit",
             ),
             ("error" if "not a mapping" in how else "info", f"engine arguments from {how}"),
         ]
+        if on_worker and len(engines) > 1:
+            notes.append(
+                (
+                    "warning",
+                    f"{len(engines)} engines share worker group {worker}: Ray places each "
+                    "engine's replica and GPU workers wherever their bundles fit, so one pod may "
+                    "hold several of them (up to its GPUs): each estimate is one engine's share "
+                    "of a pod, and the pod's worst case is the sum of the engines its GPUs can "
+                    "hold together",
+                )
+            )
         views.append(
             ContainerView(
                 # named after the worker container that runs it (one engine), else per engine
@@ -915,6 +983,7 @@ def _ray_engine_views(
                 patchable=False,
                 pods_sized_at_creation=False,
                 notes=notes,
+                node_role="replica" if on_worker else None,
             )
         )
     return views
@@ -927,6 +996,10 @@ KAITO_SOURCE = "{repo}@{commit}:{path}".format(**_KAITO["source"])
 # KAITO's --gpu-memory-utilization: 0.84, 0.82 on A10 instance types
 # (kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70: pkg/model/interface.go:380-392)
 KAITO_GPU_UTIL, KAITO_GPU_UTIL_A10 = "0.84", "0.82"
+KAITO_LORA_SOURCE = (
+    "kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70: pkg/model/interface.go:448-450, "
+    "pkg/workspace/inference/preset_inferences.go:611"
+)
 
 
 def _kaito_config_flags(
@@ -989,6 +1062,21 @@ def _kaito_views(
         flags, notes = _kaito_config_flags(inference.get("config"), config_maps)
         argv = ["python3", "/workspace/vllm/inference_api.py"]
         argv += (["--model", model] if model else []) + ["--gpu-memory-utilization", util]
+        adapters = [a for a in _list(inference.get("adapters")) if isinstance(a, dict)]
+        if adapters:
+            # AdaptersEnabled (len(inference.adapters) > 0) adds --enable-lora to the
+            # controller's parameters (KAITO_LORA_SOURCE); the wrapper then loads every adapter
+            # under /mnt/adapter as --lora-modules
+            argv.append("--enable-lora")
+        if adapters:
+            notes.append(
+                (
+                    "info",
+                    f"{len(adapters)} adapter(s) in inference.adapters: KAITO adds --enable-lora "
+                    f"({KAITO_LORA_SOURCE}); their ranks are not visible (vLLM's max_lora_rank "
+                    "default)",
+                )
+            )
         notes = [
             (
                 "info",

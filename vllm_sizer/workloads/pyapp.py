@@ -294,3 +294,71 @@ def read_engines(source: str, env: dict[str, str]) -> list[PyEngine]:
         return app.engines(tree)
     except RecursionError:
         return []
+
+
+# Calls that start another program or run code the source does not show: with an argument
+# that is not a literal free of "vllm" they may start vLLM out of sight.
+_SPAWNERS = frozenset(
+    {
+        "os.system",
+        "os.popen",
+        "os.execv",
+        "os.execve",
+        "os.execvp",
+        "os.execvpe",
+        "os.execl",
+        "os.execle",
+        "os.execlp",
+        "os.execlpe",
+        "os.spawnv",
+        "os.spawnve",
+        "os.spawnvp",
+        "os.spawnl",
+        "os.posix_spawn",
+        "os.posix_spawnp",
+        "pty.spawn",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "importlib.import_module",
+        "runpy.run_module",
+        "runpy.run_path",
+    }
+)
+
+
+def _visible_literal(node: ast.AST) -> bool:
+    """A string (or list/tuple of strings) written in the source that does not mention vLLM."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return "vllm" not in node.value.lower()
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_visible_literal(e) for e in node.elts)
+    return False
+
+
+def starts_no_engine(source: str) -> bool:
+    """Whether `python -c SOURCE` visibly starts no vLLM engine: the code parses, never names
+    vLLM, and every call that could start another program or run code it does not show
+    (os.system, subprocess, exec, runpy, ...) gets only literal strings that do not name vLLM.
+    False (unknown) for anything else: code that is cut, imports vLLM, or spawns from a value."""
+    if len(source) > MAX_SOURCE_CHARS or "vllm" in source.lower():
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods.append(node.module)
+            if any(str(m).split(".")[0] in ("subprocess", "multiprocessing") for m in mods):
+                return False  # a process started from values the code may compute
+        if isinstance(node, ast.Call):
+            name = _name(node.func)
+            if name in _SPAWNERS or name.startswith("subprocess."):
+                args = list(node.args) + [k.value for k in node.keywords]
+                if not args or not all(_visible_literal(a) for a in args):
+                    return False
+    return True

@@ -40,7 +40,7 @@ from typing import Any
 from ..estimator import catalog
 from ..estimator.names import hub_cache_id, resolve_model
 from ..estimator.versions import VllmVersion
-from . import images, kinds, limits, platforms, vllm_flags
+from . import images, kinds, limits, platforms, pyapp, vllm_flags
 from .api_names import (
     ANNOTATION_MODEL_CONFIG,
     ANNOTATION_SKIP,
@@ -48,8 +48,8 @@ from .api_names import (
     MODEL_CONFIGS_LABEL,
     SIZED_LABEL,
 )
-from .device import detect_device
-from .execution import executed, executes_vllm
+from .device import claim_device_classes, detect_device
+from .execution import as_api_server_module, executed, executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
 from .model import ModelConfigSource, ReadContext, Workload
@@ -104,6 +104,20 @@ NOT_ENGINE_IMAGE_TOKENS = frozenset(
 )
 # A documentation placeholder left in a manifest: <model-path>, <YOUR_S3_BUCKET>
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w.-]*>")
+# A value the author fills in before applying: ${VAR} / $VAR (envsubst), $(VAR) the kubelet
+# could not expand, {{ .Values.x }} (a template), <your-value>
+_FILL_IN = re.compile(r"\$\{?[A-Za-z_]|\$\([A-Za-z_]|\{\{|<[A-Za-z][\w .-]*>")
+# An image that is only a fill-in: ${VLLM_IMAGE}, $IMAGE, <CONTAINER_IMAGE>, {{ .Values.image }},
+# or an upper-case word (image references are lower case, so V_IMAGE_URL names no image)
+_FILL_IN_IMAGE = re.compile(
+    r"\$\{?[A-Za-z_]\w*\}?|<[^<>]+>|\{\{.*\}\}|\$\([A-Za-z_]\w*\)|[A-Z][A-Z0-9_]*"
+)
+
+
+def _is_fill_in_image(image: str) -> bool:
+    return _FILL_IN_IMAGE.fullmatch(image.strip()) is not None
+
+
 RELEVANT_ENV = (
     "VLLM_CPU_KVCACHE_SPACE",
     "VLLM_TARGET_DEVICE",
@@ -367,26 +381,178 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
                 out.append(w)
         if over is not None and not out:
             out.append(over)
-        if info.kind == "LeaderWorkerSet":
-            try:
-                out = _link_multinode(info, _dict(obj.get("spec")), views, out)
-            except Exception:  # noqa: BLE001 - the reader must never raise
-                pass
+        try:
+            out = _link_multinode(info, obj, views, out)
+            if info.kind == "Pod":
+                out += _ray_worker_pods(info, obj, views)
+        except Exception:  # noqa: BLE001 - the reader must never raise
+            pass
         return out
+
+
+# Labels the platforms put on the worker pods of a multi-node engine: (label, what it names)
+# (kserve/kserve@aaac4e2 pkg/constants/constants.go InferenceServicePodLabelKey, set on the
+# worker Deployment's pods by predictor.go:536-548 reconcileWorker; sigs.k8s.io/lws
+# leaderworkerset.sigs.k8s.io/name; KubeRay ray.io/cluster)
+RAY_WORKER_POD_LABELS = (
+    ("serving.kserve.io/inferenceservice", "InferenceService"),
+    ("leaderworkerset.sigs.k8s.io/name", "LeaderWorkerSet"),
+    ("ray.io/cluster", "RayCluster"),
+)
+
+
+def _ray_worker_pods(
+    info: _ObjectInfo, obj: dict[str, Any], views: list[ContainerView]
+) -> list[Workload]:
+    """A pod's container that only joins a multi-node engine's Ray cluster (KServe's predictor
+    worker, an LWS worker, a KubeRay worker) runs that engine's GPU workers, whose settings live
+    on the head pod, which a pod review does not see: never read as a vLLM server of its own,
+    and not sized here; said once, naming the object that sizes it."""
+    labels = _dict(_dict(obj.get("metadata")).get("labels"))
+    owner = next(
+        ((key, kind, str(labels[key])) for key, kind in RAY_WORKER_POD_LABELS if labels.get(key)),
+        None,
+    )
+    if owner is None:
+        return []
+    out = []
+    for view in views:
+        if not view.joins_ray:
+            continue
+        why = (
+            f"a worker node of {owner[1]} {owner[2][:100]}'s multi-node engine (it only joins the "
+            "head's Ray cluster): the engine's settings live on the head pod, which this pod does "
+            f"not show; not sized here: vllm-sizer sizes it where the {owner[1]} is reviewed"
+        )
+        out.append(_bare(info, view, [], skip_reason=why))
+    return out
 
 
 LWS_LEADER = "/spec/leaderWorkerTemplate/leaderTemplate/"
 LWS_WORKER = "/spec/leaderWorkerTemplate/workerTemplate/"
+# KubeRay's kinds (and AIBrix's fleet of RayClusters): a head group and worker groups
+RAY_CLUSTER_KINDS = ("RayCluster", "RayService", "RayJob", *platforms.RAY_FLEETS)
+
+
+@dataclass
+class _RayGroup:
+    """One engine spread over the pods of a Ray cluster: the Workload whose container starts
+    it (the leader), the containers that only join its Ray cluster (worker nodes), the node
+    count when known, and the leader's own GPUs when the pod says (None: its gpu_count)."""
+
+    leader: Workload
+    joiners: list[ContainerView]
+    nodes: int | None
+    note: str
+    relabel_leader: bool = True  # False: the leader was read with its role already (KServe)
+    leader_ranks: int | None = None
 
 
 def _link_multinode(
-    info: _ObjectInfo, spec: dict[str, Any], views: list[ContainerView], out: list[Workload]
+    info: _ObjectInfo, obj: dict[str, Any], views: list[ContainerView], out: list[Workload]
 ) -> list[Workload]:
-    """A LeaderWorkerSet whose worker template only joins the leader's Ray cluster (`ray start
-    --address`, multi-node-serving.sh worker) while the leader starts the engine: the engine's
-    GPU workers run on every pod of the group (one Ray actor per GPU), so the worker container
-    is a Workload with the leader's engine settings and role "worker", and the leader's
-    estimate counts only its own GPUs' ranks (role "leader")."""
+    """One home for multi-node engines whose worker pods only join the leader's Ray cluster
+    (`ray start --address`, multi-node-serving.sh worker) while the leader starts the engine:
+    a LeaderWorkerSet's worker template, KServe's predictor worker (workerSpec), a KubeRay
+    worker group of a head that runs `vllm serve` over the cluster. The engine's GPU workers
+    run on every node (one Ray actor per GPU), so each joining container is a Workload with
+    the leader's engine settings and role "worker", and the leader's estimate counts only its
+    own GPUs' ranks (role "leader")."""
+    groups: list[_RayGroup | None] = []
+    if info.kind == "LeaderWorkerSet":
+        groups = [_lws_group(_dict(obj.get("spec")), views, out)]
+    elif info.kind == "InferenceService":
+        groups = [_kserve_group(views, out)]
+    elif info.kind in RAY_CLUSTER_KINDS:
+        groups = [_kuberay_group(obj, views, out)]
+    elif info.kind == "ModelServing":
+        groups = _kthena_groups(_dict(obj.get("spec")), views, out)
+    for group in groups:
+        if group is not None:
+            out = _link_group(info, out, group)
+    return out
+
+
+def _link_group(info: _ObjectInfo, out: list[Workload], group: _RayGroup) -> list[Workload]:
+    """The leader relabelled (its own ranks) and one worker-node Workload per joiner."""
+    leader, nodes, note = group.leader, group.nodes, group.note
+
+    def as_leader(w: Workload) -> Workload:
+        if w.settings is None:
+            return w
+        ranks = group.leader_ranks if group.leader_ranks is not None else w.gpu_count or None
+        update = {"node_role": "leader", "nodes": nodes, "local_ranks": ranks}
+        diag = Diagnostic(
+            "info",
+            note
+            + "this leader runs the API server, the engine core and the Ray head with "
+            + (
+                f"{ranks} of the engine's ranks (its GPUs)"
+                if ranks is not None
+                else "its own GPUs' ranks"
+            )
+            + "; the worker pods run the other ranks",
+            container=w.container,
+        )
+        return dataclasses.replace(
+            w,
+            settings=w.settings.model_copy(update=update),
+            diagnostics=[*w.diagnostics, diag],
+            alternatives=[as_leader(a) for a in w.alternatives],
+        )
+
+    head = as_leader(leader) if group.relabel_leader else leader
+    linked = [head if w is leader else w for w in out]
+    for view in group.joiners:
+        linked.append(_ray_worker_workload(info, view, head, nodes, note))
+    return linked
+
+
+KTHENA_ROLES = "/spec/template/roles/"
+
+
+def _kthena_groups(
+    spec: dict[str, Any], views: list[ContainerView], out: list[Workload]
+) -> list[_RayGroup | None]:
+    """kthena's ModelServing: each role is a group of an entry pod (entryTemplate) and
+    workerReplicas worker pods (workerTemplate), as an LWS group (volcano-sh/kthena@3cc0572
+    pkg/apis/workload/v1alpha1/servinggroup_types.go Role); the model-booster controller's
+    multi-node vLLM runs multi-node-serving.sh leader in the entry pod and worker in the
+    others (pkg/model-booster-controller/convert/model_serving.go). One engine per role."""
+    roles = _list(_dict(spec.get("template")).get("roles"))
+    groups: list[_RayGroup | None] = []
+    for i, role in enumerate(roles[: limits.MAX_CONTAINERS]):
+        entry, worker = f"{KTHENA_ROLES}{i}/entryTemplate/", f"{KTHENA_ROLES}{i}/workerTemplate/"
+        joiners = [v for v in views if v.joins_ray and v.container_path.startswith(worker)]
+        leader = next(
+            (
+                w
+                for w in out
+                if w.container_path.startswith(entry) and w.settings is not None and w.argv
+            ),
+            None,
+        )
+        if not joiners or leader is None:
+            continue
+        n = _dict(role).get("workerReplicas")
+        nodes: int | None = None
+        if isinstance(n, int) and not isinstance(n, bool) and 0 < n < limits.MAX_ARGS:
+            nodes = n + 1
+        note = (
+            f"multi-node engine over {nodes} pods (the role's entry pod and workerReplicas "
+            "workers): "
+            if nodes
+            else "multi-node engine over the role's pods: "
+        )
+        groups.append(_RayGroup(leader, joiners, nodes, note))
+    return groups
+
+
+def _lws_group(
+    spec: dict[str, Any], views: list[ContainerView], out: list[Workload]
+) -> _RayGroup | None:
+    """A LeaderWorkerSet: the leader template's engine, the worker template's Ray joiners; the
+    LWS size is the node count."""
     joiners = [v for v in views if v.joins_ray and v.container_path.startswith(LWS_WORKER)]
     leader = next(
         (
@@ -397,7 +563,7 @@ def _link_multinode(
         None,
     )
     if not joiners or leader is None or leader.settings is None:
-        return out
+        return None
     size = _dict(spec.get("leaderWorkerTemplate")).get("size")
     nodes = size if isinstance(size, int) and not isinstance(size, bool) and size > 1 else None
     if nodes is not None and nodes > limits.MAX_ARGS:
@@ -407,28 +573,88 @@ def _link_multinode(
         if nodes
         else "multi-node engine over the group's pods: "
     )
+    return _RayGroup(leader, joiners, nodes, note)
 
-    def as_leader(w: Workload) -> Workload:
-        if w.settings is None:
-            return w
-        update = {"node_role": "leader", "nodes": nodes, "local_ranks": w.gpu_count or None}
-        diag = Diagnostic(
-            "info",
-            note + "this leader runs the API server, the engine core and the Ray head with its "
-            "own GPUs' ranks; the worker template's pods run the other ranks",
-            container=w.container,
-        )
-        return dataclasses.replace(
-            w,
-            settings=w.settings.model_copy(update=update),
-            diagnostics=[*w.diagnostics, diag],
-            alternatives=[as_leader(a) for a in w.alternatives],
-        )
 
-    linked = [as_leader(w) if w is leader else w for w in out]
-    for view in joiners:
-        linked.append(_ray_worker_workload(info, view, as_leader(leader), nodes, note))
-    return linked
+def _kserve_group(views: list[ContainerView], out: list[Workload]) -> _RayGroup | None:
+    """KServe's multinode predictor: the head (read as the leader, kserve.py lays the nodes out
+    as KServe's controller does) and the worker Deployment's container (kserve.worker_view)."""
+    joiners = [v for v in views if v.ray_worker_of_head and v.joins_ray]
+    leader = next(
+        (w for w in out if w.settings is not None and w.settings.node_role == "leader" and w.argv),
+        None,
+    )
+    if not joiners or leader is None or leader.settings is None:
+        return None
+    nodes = leader.settings.nodes
+    note = f"KServe multinode predictor over {nodes} pods (RAY_NODE_COUNT): " if nodes else ""
+    return _RayGroup(leader, joiners, nodes, note, relabel_leader=False)
+
+
+def _group_gpus(view: ContainerView) -> int:
+    """Accelerators a Ray group's container asks for (its limits, else its requests; KubeRay
+    gives Ray the container's GPU limit as --num-gpus: ray-project/kuberay@feeaf72
+    ray-operator/controllers/ray/common/pod.go generateRayStartCommand)."""
+    res = _dict(view.container.get("resources"))
+    for section in ("limits", "requests"):
+        for key, value in _dict(res.get(section)).items():
+            if platforms.is_accelerator(str(key)):
+                try:
+                    n = int(str(value))
+                except ValueError:
+                    return 0
+                return n if 0 < n <= limits.MAX_ARGS else 0
+    return 0
+
+
+def _kuberay_group(
+    obj: dict[str, Any], views: list[ContainerView], out: list[Workload]
+) -> _RayGroup | None:
+    """A KubeRay cluster whose head container runs `vllm serve` (or the api_server) with more
+    ranks than the head has GPUs, or with --distributed-executor-backend ray: vLLM's Ray
+    executor places one GPU actor per rank over the cluster (a placement group of tp·pp GPU
+    bundles), so every worker group that asks for accelerators and only runs Ray (`ray start`,
+    KubeRay's generated command) holds ranks of it. CPU-only groups hold none."""
+    leader = next(
+        (
+            w
+            for w in out
+            if "/headGroupSpec/" in w.container_path
+            and w.settings is not None
+            and w.argv
+            and w.settings.node_role is None
+        ),
+        None,
+    )
+    if leader is None or leader.settings is None:
+        return None
+    joiners = [
+        v
+        for v in views
+        if v.joins_ray and "/workerGroupSpecs/" in v.container_path and _group_gpus(v) > 0
+    ]
+    if not joiners:
+        return None
+    s = leader.settings
+    world = s.tensor_parallel_size * s.pipeline_parallel_size
+    head_view = next((v for v in views if v.container_path == leader.container_path), None)
+    head_gpus = _group_gpus(head_view) if head_view is not None else 0
+    argv = " ".join(leader.argv)
+    ray_backend = bool(re.search(r"--distributed[-_]executor[-_]backend[= ]+ray\b", argv))
+    if world <= head_gpus and not ray_backend:
+        return None  # the engine fits the head's GPUs: one node, the workers hold none of it
+    cluster, _ = platforms.ray_cluster_spec(obj)
+    pods = 1
+    for i, g in enumerate(_list(cluster.get("workerGroupSpecs"))):
+        if any(f"/workerGroupSpecs/{i}/" in v.container_path for v in joiners):
+            replicas = _dict(g).get("replicas", _dict(g).get("minReplicas", 1))
+            ok = isinstance(replicas, int) and not isinstance(replicas, bool)
+            pods += replicas if ok and 0 <= replicas <= limits.MAX_ARGS else 1
+    note = (
+        f"Ray cluster of {pods} pods (the head and its GPU worker groups' replicas) running "
+        f"one engine of {world} rank(s) with vLLM's Ray executor: "
+    )
+    return _RayGroup(leader, joiners, pods if pods > 1 else None, note, leader_ranks=head_gpus)
 
 
 def _ray_worker_workload(
@@ -438,6 +664,7 @@ def _ray_worker_workload(
     c = view.container
     image = _str(c.get("image"))
     env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps)
+    diags = [Diagnostic(sev, msg) for sev, msg in view.notes] + diags
     resources = _dict(c.get("resources"))
     limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
     dev = detect_device(
@@ -447,7 +674,7 @@ def _ray_worker_workload(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
-        dra_classes=view.dra_classes,
+        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
         hint=view.device_hint,
     )
     diags += dev.diagnostics
@@ -556,6 +783,7 @@ def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
             "does not change it: its pods are sized at creation by the pod-level webhook",
         )
         if kind == "RayJob" and kinds.group_of(api) == "ray.io":
+            platforms.ray_job_entrypoint_on_head(obj, found)
             found += platforms.read_ray_job(obj, ctx.config_maps)
         return found
     group = spec_entry.group
@@ -743,6 +971,8 @@ NO_SERVER_PROGRAMS = {
     "wait",
     "exit",
     "ulimit",
+    "break",
+    "continue",
     "set",
     "trap",
     "cd",
@@ -781,9 +1011,38 @@ NO_SERVER_PROGRAMS = {
     "lmcache_server",
     "lmcache_experimental_server",
 } | NOT_RUNNING
+# vLLM's own clients: the load generator and the chat / completion clients send requests to a
+# server elsewhere and start no engine (vllm/entrypoints/cli: bench serve, chat, complete,
+# collect-env; `vllm bench latency|throughput` do run an engine); the pre-CLI load generator
+# benchmarks/benchmark_serving.py (in the vllm-openai image's /vllm-workspace)
+VLLM_CLIENT_SUBCOMMANDS = {"chat", "complete", "collect-env"}
+VLLM_CLIENT_SCRIPTS = {"benchmark_serving.py", "benchmark_serving_structured_output.py"}
+
+
+def _vllm_client(sub: list[str]) -> bool:
+    if not sub:
+        return False
+    if sub[0] in VLLM_CLIENT_SUBCOMMANDS:
+        return True
+    return sub[0] == "bench" and len(sub) > 1 and sub[1] == "serve"
+
+
 # vLLM's multi-node example script: `multi-node-serving.sh worker` only runs `ray start
-# --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh).
-MULTI_NODE_SCRIPT = "multi-node-serving.sh"
+# --address=... --block` (vllm-project/vllm examples/online_serving/multi-node-serving.sh), as
+# its predecessor, LWS's `ray_init.sh worker --ray_address=...`, did (kubernetes-sigs/lws@0102370
+# docs/examples/vllm/build/ray_init.sh: the same worker / leader subcommands).
+MULTI_NODE_SCRIPTS = ("multi-node-serving.sh", "ray_init.sh")
+
+
+def _multi_node_subcommand(head: list[str]) -> str | None:
+    """`worker` / `leader` when argv runs vLLM's multi-node script (directly or by bash / sh);
+    "" for the script with no subcommand; None for anything else."""
+    prog = os.path.basename(head[0])
+    if prog in ("bash", "sh") and len(head) > 1:
+        prog, head = os.path.basename(head[1]), head[1:]
+    if prog not in MULTI_NODE_SCRIPTS:
+        return None
+    return head[1] if len(head) > 1 else ""
 
 
 def _starts_no_server(
@@ -802,13 +1061,23 @@ def _starts_no_server(
         return not argv  # nothing runs at all (an empty script); a bare wrapper is unknown
     prog = os.path.basename(head[0])
     if prog == "ray":
-        return len(head) > 1 and head[1] in ("start", "status", "stop")
-    if prog == MULTI_NODE_SCRIPT or (
-        prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
-    ):
-        rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
-        return bool(rest) and rest[0] == "worker"
+        # `ray health-check` only probes the GCS (KServe's multinode worker waits with it)
+        return len(head) > 1 and head[1] in ("start", "status", "stop", "health-check")
+    if (sub := _multi_node_subcommand(head)) is not None:
+        return sub == "worker"
+    if prog == "vllm" and _vllm_client(head[1:]):
+        return True
     files = _as_files(files)
+    if re.fullmatch(r"python[0-9.]*", prog) and len(head) > 1:
+        if head[1] == "-c" and len(head) > 2:
+            # `python -c CODE`: the code is in the manifest (a download, a check): no server
+            # when it names no vLLM and starts nothing it does not show
+            return pyapp.starts_no_engine(head[2])
+        if not head[1].startswith("-"):
+            if os.path.basename(head[1]) in VLLM_CLIENT_SCRIPTS:
+                return True
+            text = files.get(head[1])  # a script mounted from a ConfigMap of the manifest
+            return text is not None and pyapp.starts_no_engine(text)
     sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
     if sh is not None:
         if depth >= 4:
@@ -840,11 +1109,8 @@ def _joins_ray(
     prog = os.path.basename(head[0])
     if prog == "ray":
         return len(head) > 1 and head[1] == "start" and "--head" not in head[2:]
-    if prog == MULTI_NODE_SCRIPT or (
-        prog in ("bash", "sh") and len(head) > 1 and os.path.basename(head[1]) == MULTI_NODE_SCRIPT
-    ):
-        rest = head[1:] if prog == MULTI_NODE_SCRIPT else head[2:]
-        return bool(rest) and rest[0] == "worker"
+    if (sub := _multi_node_subcommand(head)) is not None:
+        return sub == "worker"
     files = _as_files(files)
     sh = find_shell(head) or _eval_script(head) or _script_file(head, files)
     if sh is None or depth >= 4:
@@ -876,6 +1142,22 @@ def _asks_for_help(flags: list[str]) -> bool:
     return False
 
 
+def _fill_in_image_of_vllm(image: str, container: dict[str, Any], info: _ObjectInfo) -> bool:
+    """An image the author fills in (V_IMAGE_URL, ${IMAGE}, <CONTAINER_IMAGE>) says nothing,
+    so the name of the container or of the workload stands in for it: one that says vLLM, and
+    no router, proxy or simulator (the args must still be a vLLM server's and nothing else)."""
+    if not _is_fill_in_image(image):
+        return False
+    names = [str(container.get("name") or "").lower(), info.name.lower()]
+    if not any("vllm" in n for n in names):
+        return False
+    return not any(
+        any(word in n for word in NOT_ENGINE_IMAGE_WORDS)
+        or NOT_ENGINE_IMAGE_TOKENS & set(re.split(r"[^a-z0-9]+", n))
+        for n in names
+    )
+
+
 def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     """The vLLM entry point args-only fit, when they are a vLLM server's arguments and nothing
     else: they parse with vLLM's own parser (the image tag's version, else the newest) without
@@ -891,7 +1173,12 @@ def _as_vllm_server(args: list[str], image: str | None) -> list[str] | None:
     parsed = parse_vllm_args(args, version=version, positional_model=positional, strict=True)
     if not parsed.model or parsed.unknown_flags:
         return None
-    if any(d.severity == "error" for d in parsed.diagnostics):
+    # a value the author fills in (`--tensor-parallel-size ${GPU_COUNT}`) is no parse error of
+    # the flags: the flag is still vLLM's, its value unknown (said by the read itself)
+    if any(
+        d.severity == "error" and not (d.raw is not None and _FILL_IN.search(d.raw))
+        for d in parsed.diagnostics
+    ):
         return None
     return ["vllm", "serve"] if positional else ["python3", "-m", API_SERVER_MODULE]
 
@@ -1095,6 +1382,18 @@ def _read_env(
         name = item.get("name")
         if not isinstance(name, str) or not name:
             continue
+        ref = _dict(_dict(item.get("valueFrom")).get("configMapKeyRef"))
+        if ref and item.get("value") in (None, ""):
+            # a key of a ConfigMap the caller has (check: the same file); the kubelet puts the
+            # value in as is (no $(VAR) expansion)
+            data = (
+                (config_maps or {}).get(ref["name"]) if isinstance(ref.get("name"), str) else None
+            )
+            key = ref.get("key")
+            if data is not None and isinstance(key, str) and isinstance(data.get(key), str):
+                env[name] = data[key]
+                unknown.discard(name)
+                continue
         if item.get("valueFrom") is not None and item.get("value") in (None, ""):
             unknown.add(name)
             env.pop(name, None)
@@ -1386,7 +1685,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             argv = args
         elif (
             image
-            and "vllm" in image.lower()
+            and ("vllm" in image.lower() or _fill_in_image_of_vllm(image, c, info))
             and args
             and (args[0].startswith("-") or _as_vllm_server(args, image))
         ):
@@ -1397,13 +1696,19 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             served = _as_vllm_server(args, image) if row is None else None
             if served:
                 argv = [*served, *args]
+                which = (
+                    f"image {image} is a placeholder to fill in (the container or workload "
+                    "name says vLLM)"
+                    if _is_fill_in_image(image)
+                    else f"image {image}: its ENTRYPOINT is unknown to vllm-sizer"
+                )
                 diags.append(
                     Diagnostic(
                         "warning",
-                        f"image {image}: only args are given and its ENTRYPOINT is unknown to "
-                        "vllm-sizer; they are a vLLM server's model and flags and nothing else, "
-                        f"so the ENTRYPOINT is assumed to be `{' '.join(served)}` (give the "
-                        "command, e.g. command: [vllm, serve], to be sure)",
+                        f"{which}; only args are given, and they are a vLLM server's model and "
+                        "flags and nothing else, so the ENTRYPOINT is assumed to be "
+                        f"`{' '.join(served)}` (give the command, e.g. command: [vllm, serve], "
+                        "to be sure)",
                     )
                 )
             else:
@@ -1423,6 +1728,24 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 argv = args
         else:
             argv = args
+
+    as_module = as_api_server_module(argv, images.api_server_copy(image))
+    if as_module is not None:
+        # vLLM's api_server.py run as a script file (the installed module's file, or the copy a
+        # known image keeps of it): vLLM's OpenAI server, read as `python -m <module>`
+        # the script's place: the first word that differs (`-m MODULE` replaced it)
+        at = next(
+            k for k, (old, new) in enumerate(zip(argv, as_module, strict=False)) if old != new
+        )
+        script = argv[at]
+        diags.append(
+            Diagnostic(
+                "info",
+                f"{script} is vLLM's api_server.py run as a script: read as "
+                f"`python -m {as_module[at + 1]}`",
+            )
+        )
+        argv = as_module
 
     mounted = _mounted_files(view, info.context.config_maps)
     found = _locate_all(argv, env, unknown, maybe_env, files=mounted)
@@ -1512,6 +1835,12 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 )
             )
             return _bare(info, view, diags)
+        if argv and not budget.since(mark):
+            # an image that does not say vLLM (rayproject/ray-llm) may still join a vLLM
+            # engine's Ray cluster as a worker node: the object's leader decides
+            view.joins_ray = _starts_no_server(
+                argv, env, unknown, maybe_env, files=mounted
+            ) and _joins_ray(argv, env, unknown, maybe_env, files=mounted)
         return None
     if len(candidates) > 1:
         diags.append(
@@ -1567,6 +1896,8 @@ def _read_invocation(
     if files:
         loader = _script_files_loader(files, loader, diags)
     hf_args = None
+    # whose options the command line's parser adds to vLLM's (None: vLLM's own parser)
+    extension = "Dynamo's" if c.get("_dynamo") else images.extends_vllm_parser(image)
     if located.kind == "hf":
         parsed, hf_args = parse_hf_args(located.flags, version, loader)
     else:
@@ -1578,7 +1909,11 @@ def _read_invocation(
             version=version,
             config_loader=loader,
             positional_model=located.positional,
-            strict=True,
+            # Dynamo's worker adds its own flags (--is-prefill-worker, --dyn-tool-call-parser,
+            # --connector, ...; ai-dynamo/dynamo components/src/dynamo/vllm/backend_args.py and
+            # dynamo.common's runtime group, which change between its releases) to vLLM's
+            # parser: a flag vLLM lacks is one of them or Dynamo's error, not vLLM's
+            strict=not extension,
             version_floor=floor,
         )
         if not located.positional:  # the api_server module takes no positional model
@@ -1611,7 +1946,12 @@ def _read_invocation(
             diags.append(
                 Diagnostic(
                     "info",
-                    "flags without a known memory effect, not read: "
+                    (
+                        f"flags that are not vLLM's ({extension} own, or unknown to both), "
+                        "not read: "
+                        if extension
+                        else "flags without a known memory effect, not read: "
+                    )
                     + " ".join(dict.fromkeys(parsed.unknown_flags)),
                 )
             )
@@ -1651,7 +1991,7 @@ def _read_invocation(
         resources=resources,
         pod_spec=view.pod_spec,
         container=c,
-        dra_classes=view.dra_classes,
+        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
         hint=view.device_hint,
     )
     diags += dev.diagnostics
@@ -1794,8 +2134,8 @@ def _read_invocation(
         dev_shm_bytes=shm[1],
         **env_values,
     )
-    if view.multinode_nodes:
-        facts |= {"node_role": "leader", "nodes": view.multinode_nodes}
+    if view.multinode_nodes or view.node_role:
+        facts |= {"node_role": view.node_role or "leader", "nodes": view.multinode_nodes}
         facts["local_ranks"] = dev.gpu_count or None
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags

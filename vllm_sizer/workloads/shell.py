@@ -470,6 +470,20 @@ class _Tokenizer:
                 items = [w for raw in sub.commands() for w in raw.words]
                 cur.append(ARRAY_MARK + ARRAY_SEP.join(items))
                 self.i = end
+            elif (
+                c == "("
+                and not have
+                and s.startswith("((", self.i)
+                and all(w in KEYWORDS for w in words)
+            ):
+                # `(( SECONDS <= 240 ))`: bash's arithmetic command runs no program (its `<`
+                # is no redirection); read as the no-op `:` (KServe's multinode worker loops
+                # on one before `ray start`)
+                close = s.find("))", self.i + 2)
+                self.i = n if close < 0 else close + 2
+                cur.append(":")
+                have = True
+                end_word()
             elif c == "\n" or c in ";|()&":
                 if c == "&" and self.i + 1 < n and s[self.i + 1] == ">":  # &> file
                     end_word()
@@ -617,6 +631,13 @@ def run_script(
         return _run_script(script, env, unknown, maybe_env, positional)
 
 
+def _holds_unresolved(value: str, unresolved: list[str]) -> bool:
+    """Whether an assigned value holds an expansion whose value is unknown (left literal in the
+    word): the variable's value is unknown, never that literal text, which a later unquoted
+    `$NAME` would split into words the script never had (`R=$(( ${I:-0} * N ))`)."""
+    return any(u in value for u in unresolved)
+
+
 _ARRAY_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=\x1f(.*)", re.S)
 
 
@@ -682,7 +703,7 @@ def _run_script(
             if skip_assign:
                 continue
             for name, value in prefix.items():
-                if not budget.take_assignment(name, value):
+                if not budget.take_assignment(name, value) or _holds_unresolved(value, unresolved):
                     _forget(name)
                     continue
                 vars_[name] = value
@@ -698,7 +719,9 @@ def _run_script(
             for arg in cmd[1:]:
                 m = _ASSIGN_RE.match(arg)
                 if m:
-                    if not budget.take_assignment(m.group(1), m.group(2)):
+                    if not budget.take_assignment(m.group(1), m.group(2)) or _holds_unresolved(
+                        m.group(2), unresolved
+                    ):
                         _forget(m.group(1))
                         continue
                     vars_[m.group(1)] = m.group(2)

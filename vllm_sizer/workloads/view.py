@@ -45,6 +45,14 @@ class ContainerView:
     # set by the reader: the container starts no server but joins a Ray cluster (`ray start
     # --address`, multi-node-serving.sh worker): a multi-node engine's worker node
     joins_ray: bool = False
-    # the head of a multi-node engine over this many pods (KServe's multinode predictor: one
-    # per pipeline stage): read with role "leader" (its own GPUs' ranks and the Ray head)
+    # the head of a multi-node engine over this many pods (KServe's multinode predictor, as
+    # its controller lays the Ray cluster out): read with role "leader" (its own GPUs' ranks
+    # and the Ray head), or `node_role` when given
     multinode_nodes: int | None = None
+    # "replica": a Ray worker group's container that runs an engine Ray places there (Ray
+    # Serve LLM, a RayJob's vLLM actors): its own GPUs' ranks, the engine's front processes
+    # and Ray's node processes (EngineSettings.node_role)
+    node_role: str | None = None
+    # a container that joins the Ray cluster of the object's engine head as a worker node
+    # (KServe's predictor worker): linked to the head's Workload by the reader
+    ray_worker_of_head: bool = False

@@ -1,7 +1,7 @@
 """Read a vLLM command line (already split into argv) into EngineSettings, the way vLLM's
 FlexibleArgumentParser reads it. Bad values become diagnostics, never exceptions.
 
-Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py; ../shared/vllm-facts.md):
+Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py):
 - `_` becomes `-` in the key part only (`--max_num_batched_tokens=4k`).
 - token counts accept `4k` (4000) and `4K` (4096), also m/M, g/G.
 - booleans: `--X` / `--no-X`; newer versions also `--enable-X` / `--disable-X`.
@@ -12,6 +12,7 @@ Rules (vllm/utils FlexibleArgumentParser and vllm/engine/arg_utils.py; ../shared
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -187,6 +188,25 @@ API_SERVER_MODULES = {
     "vllm.entrypoints.launchers.grpc_server",
 }
 CLI_MODULES = {"vllm.entrypoints.cli.main", "vllm.scripts"}
+# vLLM's batch runner: the server's engine over a file of requests (a Job). Its parser is the
+# engine's arguments plus its own (opendatahub-io/vllm@7f15f7870a38aa1d06906c25156de8b100da140a:
+# vllm/entrypoints/openai/run_batch.py:35-100; `vllm run-batch` from the CLI), set aside here.
+RUN_BATCH_MODULE = "vllm.entrypoints.openai.run_batch"
+RUN_BATCH_SUBCOMMAND = "run-batch"
+RUN_BATCH_VALUE_FLAGS = {
+    "-i",
+    "--input-file",
+    "-o",
+    "--output-file",
+    "--output-tmp-dir",
+    "--response-role",
+    "--url",
+}
+RUN_BATCH_VALUELESS_FLAGS = {
+    "--enable-metrics",
+    "--enable-prompt-tokens-details",
+    "--enable-force-include-usage",
+}
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
 MAX_CROSS_VERSION = 32  # rejected options checked against every known version's list
@@ -197,6 +217,17 @@ CHOICES = {
     # (0.11.1:35, 0.19.0:27, 0.33.0:178)
     "kv_offloading_backend": ("native", "lmcache"),
 }
+
+
+# Settings whose vLLM config field is Optional: argparse's type is optional_type(...), which
+# reads "" and "None" as None, i.e. the default (vllm 0.33.0 engine/arg_utils.py:173-179 and
+# :435-437; vllm/config/cache.py:374 kv_cache_memory_bytes: int | None, :383 kv_offloading_size:
+# float | None). Both flags came in with the config-dataclass parser; earlier versions that
+# have them are assumed to read "" the same way.
+OPTIONAL_DESTS = frozenset({"kv_cache_memory_bytes", "kv_offloading_size_gib"})
+# A value still holding a shell expansion the reader could not resolve (`$X`, `${X}`,
+# `$((…))`); not Kubernetes' `$(X)`, which reaches vLLM as written when X is not defined.
+_UNEXPANDED = re.compile(r"\$(?:[A-Za-z_{]|\(\()")
 
 
 def parse_token_count(raw: str) -> int:
@@ -526,7 +557,7 @@ def parse_vllm_args(
                         )
                     )
                 else:
-                    _apply_config_file(out, loaded)
+                    _apply_config_file(out, loaded, version)
             continue
         flag = m.option
         kind = "v" if dot else m.kind  # `--json-arg.key value`: one value
@@ -534,13 +565,8 @@ def parse_vllm_args(
         if kind in vf.VALUELESS and explicit is not None:
             if strict:
                 out.diagnostics.append(
-                    Diagnostic(
-                        "error",
-                        f"vLLM {used.version}'s {flag} takes no value (argparse: ignored "
-                        f"explicit argument): vLLM exits, the pod will not start; use {flag} or "
-                        f"its negative form",
-                        flag,
-                        explicit,
+                    _valueless_with_value(
+                        flag, explicit, used, version, lookup, pname, version_floor
                     )
                 )
             try:
@@ -600,12 +626,28 @@ def parse_vllm_args(
         if not values:
             continue
         raw = values[0]
+        auto = _auto_model_len(raw, flag, version) if target == "max_model_len" else None
+        if auto is not None:
+            out.diagnostics.append(auto)
+            continue
+        if target in OPTIONAL_DESTS and raw in ("", "None"):
+            continue  # vLLM's optional_type reads these as None: its default, no error
         try:
             value = _convert(conv, raw, target)
         except ValueError as exc:
-            out.diagnostics.append(
-                Diagnostic("error", f"{exc}; vLLM's default used instead", flag, raw)
-            )
+            if _UNEXPANDED.search(raw):  # the shell reader already said the value is unknown
+                out.diagnostics.append(
+                    Diagnostic(
+                        "info",
+                        "value known only when the container runs; vLLM's default used",
+                        flag,
+                        raw,
+                    )
+                )
+            else:
+                out.diagnostics.append(
+                    Diagnostic("error", f"{exc}; vLLM's default used instead", flag, raw)
+                )
             continue
         if target == "model":
             if (
@@ -664,6 +706,47 @@ def parse_vllm_args(
                 )
             )
     return out
+
+
+def _valueless_with_value(
+    flag: str,
+    explicit: str,
+    used: vf.OptionTable,
+    version: VllmVersion | None,
+    lookup: str,
+    pname: vf.Parser,
+    floor: str | None,
+) -> Diagnostic:
+    """`--enable-chunked-prefill=false` where the flag takes no value (a BooleanOptionalAction
+    from the config-dataclass parser on): argparse's error, unless the image can be a version
+    whose flag still took one (0.6's StoreBoolean with nargs='?'), which the tag does not say."""
+    why = (
+        f"{flag} takes no value (argparse: ignored explicit argument); use {flag} or its "
+        "negative form"
+    )
+    if version is None:
+        every = [t.version for t in _range_of(None, pname, floor)]
+        taking = [
+            t.version
+            for t in _range_of(None, pname, floor)
+            if (a := vf.match(t, lookup)).option is not None and a.kind not in vf.VALUELESS
+        ]
+        if taking:
+            rejecting = [v for v in every if v not in taking]
+            return Diagnostic(
+                "warning",
+                f"{why}: vLLM {_spans(rejecting)} exit on it, {_spans(taking)} take the value; "
+                "the image tag does not say which version runs: with one that exits the pod "
+                "will not start",
+                flag,
+                explicit,
+            )
+    return Diagnostic(
+        "error",
+        f"vLLM {used.version}'s {why}: vLLM exits, the pod will not start",
+        flag,
+        explicit,
+    )
 
 
 def _rejection(
@@ -863,6 +946,33 @@ COUNT_MAX: dict[str, int] = {
 }
 
 
+# `--max-model-len auto` / -1: from vLLM 0.14 the length derived from the model's config, then
+# fitted to the memory left after the weights (0.14.0:vllm/config/model.py:175 `ge=-1`;
+# 0.33.0:vllm/utils/argparse_utils.py:77-95 `if value == "-1" or value.lower() == "auto"`);
+# a validation error before (0.13.0:model.py:167 `gt=0`).
+AUTO_MODEL_LEN_FROM = (0, 14)
+
+
+def _auto_model_len(raw: str, flag: str, version: VllmVersion | None) -> Diagnostic | None:
+    """The diagnostic for `auto` / -1 as max_model_len (None: not that spelling)."""
+    if raw.strip().lower() not in ("auto", "-1"):
+        return None
+    if version is not None and not version.at_least(*AUTO_MODEL_LEN_FROM):
+        return Diagnostic(
+            "error",
+            f"`auto` / -1 is accepted from vLLM 0.14; vLLM {version} rejects it at startup",
+            flag,
+            raw,
+        )
+    return Diagnostic(
+        "info",
+        "auto: vLLM derives the length from the model's config and fits it to the memory left "
+        "after the weights (0.14+); sized at the derived length, an upper bound",
+        flag,
+        raw,
+    )
+
+
 def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
     if kind == "tokens":
         return parse_token_count(raw)
@@ -886,7 +996,9 @@ def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
     return raw
 
 
-def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
+def _apply_config_file(
+    out: ParsedVllm, loaded: dict[str, Any], version: VllmVersion | None = None
+) -> None:
     """A `--config` YAML: keys like CLI flags (without dashes); the command line wins."""
     for k, v in loaded.items():
         key = str(k).replace("_", "-")
@@ -902,6 +1014,12 @@ def _apply_config_file(out: ParsedVllm, loaded: dict[str, Any]) -> None:
                     out.kv_transfer_json = obj
             continue
         if target in out.values:
+            continue
+        auto = _auto_model_len(str(v), "--" + key, version) if target == "max_model_len" else None
+        if auto is not None:
+            out.diagnostics.append(
+                dataclasses.replace(auto, message=auto.message + " (in --config)")
+            )
             continue
         value: Any
         try:
@@ -951,6 +1069,25 @@ def without_kaito_flags(flags: list[str]) -> list[str]:
     return out
 
 
+def without_run_batch_flags(flags: list[str]) -> list[str]:
+    """The engine's flags of a batch-runner command line: the runner's own (-i/-o, metrics)
+    and their values are its parser's, not the engine's."""
+    out: list[str] = []
+    skip = False
+    for tok in flags:
+        if skip:
+            skip = False
+            continue
+        key, eq, _ = str(tok).partition("=")
+        if key in RUN_BATCH_VALUE_FLAGS:
+            skip = not eq
+            continue
+        if key in RUN_BATCH_VALUELESS_FLAGS:
+            continue
+        out.append(str(tok))
+    return out
+
+
 def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
     """Locate a vLLM invocation in an argv: returns (flags after it, model is positional)."""
     for idx, tok in enumerate(argv):
@@ -959,6 +1096,17 @@ def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
         base = str(tok).rsplit("/", 1)[-1]
         if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == "serve":
             return [str(a) for a in argv[idx + 2 :]], True
+        if base == "vllm" and idx + 1 < len(argv) and argv[idx + 1] == RUN_BATCH_SUBCOMMAND:
+            return without_run_batch_flags([str(a) for a in argv[idx + 2 :]]), False
+        if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] == RUN_BATCH_MODULE:
+            return without_run_batch_flags([str(a) for a in argv[idx + 2 :]]), False
+        if (
+            tok == "-m"
+            and idx + 2 < len(argv)
+            and argv[idx + 1] in CLI_MODULES
+            and argv[idx + 2] == RUN_BATCH_SUBCOMMAND
+        ):
+            return without_run_batch_flags([str(a) for a in argv[idx + 3 :]]), False
         if tok == "-m" and idx + 1 < len(argv) and argv[idx + 1] in API_SERVER_MODULES:
             return [str(a) for a in argv[idx + 2 :]], False
         if str(tok).startswith("-m") and tok[2:] in API_SERVER_MODULES:

@@ -102,7 +102,7 @@ namespace, then excludedNamespaces (no duplicates).
 {{- end }}
 
 {{/*
-Settings shared by both roles, as the VLLM_SIZER_* variables OperatorSettings.from_env reads.
+Settings shared by both roles, as the VLLM_SIZER_* variables OperatorSettings reads (env_names()).
 */}}
 {{- define "vllm-sizer.env" -}}
 - name: POD_NAMESPACE

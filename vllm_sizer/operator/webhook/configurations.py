@@ -1,7 +1,7 @@
 """The MutatingWebhookConfiguration and ValidatingWebhookConfiguration, in one place.
 
-The Helm chart and manifests/ mirror exactly these objects (`vllm-sizer render-webhooks` or a
-test may print them); `vllm-sizer run --dev` registers them with a `url` clientConfig.
+The Helm chart and manifests/ mirror exactly these objects (tests/helm/test_webhook_parity.py
+holds them equal); `vllm-sizer run --dev` registers them with a `url` clientConfig.
 
 Choices:
 - one webhook per configuration, rules for every served kind of the kinds table
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from ...workloads import kinds as _kinds
 from ...workloads.api_names import MUTATING_WEBHOOK_NAME, SIZED_LABEL, VALIDATING_WEBHOOK_NAME
@@ -198,12 +198,12 @@ def _webhook(
     name: str,
     path: str,
     *,
-    url: str | None,
-    ca_bundle: bytes | str | None,
-    failure_policy: FailurePolicy,
-    object_selector: dict[str, Any] | None,
-    with_match_conditions: bool,
-    timeout_seconds: int,
+    url: str | None = None,
+    ca_bundle: bytes | str | None = None,
+    failure_policy: FailurePolicy = "Ignore",
+    object_selector: dict[str, Any] | None = None,
+    with_match_conditions: bool = True,
+    timeout_seconds: int = TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
     if failure_policy not in ("Ignore", "Fail"):
         raise ValueError(f"failurePolicy must be Ignore or Fail, not {failure_policy!r}")
@@ -236,71 +236,50 @@ def _metadata(name: str) -> dict[str, Any]:
     }
 
 
-def mutating_configuration(
-    settings: OperatorSettings,
-    *,
-    ca_bundle: bytes | str | None = None,
-    url: str | None = None,
-    failure_policy: FailurePolicy = "Ignore",
-    object_selector: dict[str, Any] | None = None,
-    with_match_conditions: bool = True,
-    timeout_seconds: int = TIMEOUT_SECONDS,
-) -> dict[str, Any]:
-    hook = _webhook(
-        settings,
-        MUTATING_WEBHOOK_NAME,
-        MUTATE_PATH,
-        url=url,
-        ca_bundle=ca_bundle,
-        failure_policy=failure_policy,
-        object_selector=object_selector,
-        with_match_conditions=with_match_conditions,
-        timeout_seconds=timeout_seconds,
-    )
-    # Called again when a later mutating webhook changed the object (idempotent decision).
-    hook["reinvocationPolicy"] = "IfNeeded"
+class HookOptions(TypedDict, total=False):
+    """The keyword arguments both configurations take (see _webhook for their meaning)."""
+
+    ca_bundle: bytes | str | None
+    url: str | None
+    failure_policy: FailurePolicy
+    object_selector: dict[str, Any] | None
+    with_match_conditions: bool
+    timeout_seconds: int
+
+
+def _configuration(kind: str, config_name: str, hook: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": _metadata(MUTATING_CONFIG_NAME),
+        "kind": kind,
+        "metadata": _metadata(config_name),
         "webhooks": [hook],
     }
+
+
+def mutating_configuration(
+    settings: OperatorSettings, **options: Unpack[HookOptions]
+) -> dict[str, Any]:
+    hook = _webhook(settings, MUTATING_WEBHOOK_NAME, MUTATE_PATH, **options)
+    # Called again when a later mutating webhook changed the object (idempotent decision).
+    hook["reinvocationPolicy"] = "IfNeeded"
+    return _configuration("MutatingWebhookConfiguration", MUTATING_CONFIG_NAME, hook)
 
 
 def validating_configuration(
-    settings: OperatorSettings,
-    *,
-    ca_bundle: bytes | str | None = None,
-    url: str | None = None,
-    failure_policy: FailurePolicy = "Ignore",
-    object_selector: dict[str, Any] | None = None,
-    with_match_conditions: bool = True,
-    timeout_seconds: int = TIMEOUT_SECONDS,
+    settings: OperatorSettings, **options: Unpack[HookOptions]
 ) -> dict[str, Any]:
-    hook = _webhook(
-        settings,
-        VALIDATING_WEBHOOK_NAME,
-        VALIDATE_PATH,
-        url=url,
-        ca_bundle=ca_bundle,
-        failure_policy=failure_policy,
-        object_selector=object_selector,
-        with_match_conditions=with_match_conditions,
-        timeout_seconds=timeout_seconds,
-    )
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": _metadata(VALIDATING_CONFIG_NAME),
-        "webhooks": [hook],
-    }
+    hook = _webhook(settings, VALIDATING_WEBHOOK_NAME, VALIDATE_PATH, **options)
+    return _configuration("ValidatingWebhookConfiguration", VALIDATING_CONFIG_NAME, hook)
 
 
 def webhook_configurations(
-    settings: OperatorSettings, **kwargs: Any
+    settings: OperatorSettings, **options: Unpack[HookOptions]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(mutating, validating), same keyword arguments as `mutating_configuration`."""
-    return mutating_configuration(settings, **kwargs), validating_configuration(settings, **kwargs)
+    """(mutating, validating), built with the same options."""
+    return (
+        mutating_configuration(settings, **options),
+        validating_configuration(settings, **options),
+    )
 
 
 # ---- registering them (dev mode; in-cluster the Helm chart writes them) ------------------------
