@@ -109,10 +109,13 @@ def _document_chunks(text: str) -> list[str]:
     ]
 
 
-def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> list[dict[str, Any]]:
+def load_documents(
+    paths: Iterable[str], errors: list[str] | None = None, notes: list[str] | None = None
+) -> list[dict[str, Any]]:
     """The Kubernetes objects in the files (List kinds flattened). With `errors`, an unreadable
     file or document is described there (file and document number) and reading goes on with
-    the next; without it the first problem raises InputError."""
+    the next; without it the first problem raises InputError. `notes` gets what is read but
+    worth saying (a mapping key written twice with two values)."""
     docs: list[dict[str, Any]] = []
     problems: list[str] = [] if errors is None else errors
     for f in _files(paths, problems):
@@ -124,14 +127,18 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
             continue
         position = 0
         for chunk in _document_chunks(text):
+            repeated: list[str] = []
             try:
-                # a key written twice: refused, as kubectl does (PyYAML would keep the last)
-                parsed = list(limits.load_all_yaml(chunk, unique_keys=True))
+                # a key written twice with two values: read as kubectl apply reads it (the
+                # last), and said, as server-side apply refuses the file
+                parsed = list(limits.load_all_yaml(chunk, repeated_keys=repeated))
             except (yaml.YAMLError, limits.LimitExceeded, RecursionError, ValueError) as exc:
                 # one broken document: said with its position, the next ones are still read
                 problems.append(f"{name}: document {position + 1}: {_first_line(exc)}")
                 position += 1
                 continue
+            if notes is not None:
+                notes.extend(f"{name}: document {position + 1}: {r}" for r in repeated)
             for doc in parsed:
                 position += 1
                 where = f"{name}: document {position}"
@@ -176,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"vllm-sizer check: {exc}", file=sys.stderr)
         return 2
     errors: list[str] = []
-    docs = load_documents(args.paths, errors)
+    notes: list[str] = []  # said, without changing the exit code
+    docs = load_documents(args.paths, errors, notes)
     cluster = build_context(docs, args.trusted_namespace or None)
     base = PolicySettings(mode=args.mode, headroom=headroom)
     results: list[tuple[dict[str, Any], ObjectDecision | None]] = []
@@ -197,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
                 f"({type(exc).__name__}: {_first_line(exc)})"
             )
             results.append((doc, None))
-    for problem in errors:
+    for problem in errors + notes:
         print(f"vllm-sizer check: {printable(problem)}", file=sys.stderr)
     decided = [(doc, r) for doc, r in results if r is not None]
     if args.output == "json":

@@ -202,12 +202,6 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
-class DuplicateKey(yaml.YAMLError):
-    """A mapping that holds one key twice with two values: PyYAML keeps the last without a
-    word, kubectl refuses the file (go-yaml v3: `mapping key "x" already defined at line N`),
-    other YAML readers keep the first: which one the cluster gets is not knowable."""
-
-
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -227,11 +221,13 @@ def _same(a: yaml.Node, b: yaml.Node) -> bool:
     return all(_same(x, y) for x, y in zip(a.value, b.value, strict=True))
 
 
-def _unique_keys(root: yaml.Node) -> None:
-    """Raise DuplicateKey at the first mapping of the composed graph that repeats a key with
-    another value (a merge key `<<` is not one: its keys are overridden by design; a key
-    repeated with the same value, as a published Helm chart renders its labels, changes
-    nothing whichever reader keeps which)."""
+def _repeated_keys(root: yaml.Node, found: list[str]) -> None:
+    """Add to `found` every key a mapping of the composed graph repeats with another value:
+    PyYAML keeps the last without a word, kubectl's client keeps the last, server-side apply
+    refuses the file (go-yaml v3: `mapping key "x" already defined at line N`), so which
+    value the cluster gets depends on how it is applied. A merge key `<<` is not one (its
+    keys are overridden by design), nor a key repeated with the same value (a published Helm
+    chart renders labels so)."""
     seen: set[int] = set()
     stack = [root]
     while stack:
@@ -247,9 +243,10 @@ def _unique_keys(root: yaml.Node) -> None:
                 line = k.start_mark.line + 1
                 at, value = first.setdefault((k.tag, k.value), (line, v))
                 if value is not v and not _same(value, v):
-                    raise DuplicateKey(
+                    found.append(
                         f'line {line}: mapping key "{k.value[:80]}" already defined at line '
-                        f"{at} with another value (kubectl refuses the file; not read)"
+                        f"{at} with another value: the last is read, as kubectl apply does "
+                        "(kubectl apply --server-side refuses the file)"
                     )
         stack.extend(_children(node))
 
@@ -297,14 +294,14 @@ def load_all_yaml(
     max_aliases: int = MAX_DOC_ALIASES,
     max_nodes: int = MAX_DOC_NODES,
     max_depth: int = MAX_DOC_DEPTH,
-    unique_keys: bool = False,
+    repeated_keys: list[str] | None = None,
 ) -> Iterator[Any]:
     """yaml.safe_load_all with bounds: the event stream is scanned first (aliases, nodes,
     depth), then each document that passed is composed, measured (nodes once its aliases are
     expanded), then constructed. Raises LimitExceeded or yaml.YAMLError for the document that
-    fails; documents before it have been yielded. `unique_keys`: a mapping that repeats a key
-    raises DuplicateKey, as kubectl refuses such a manifest (an embedded config vLLM reads
-    with PyYAML keeps the last value, as vLLM does)."""
+    fails; documents before it have been yielded. `repeated_keys`: a list to which a mapping
+    key written twice with two values is said (the last is read, as PyYAML and kubectl's
+    client read it; an embedded config vLLM reads keeps the last too, as vLLM does)."""
     passing, error = _prescan(text, max_aliases, max_nodes, max_depth)
     loader = _safe_loader()(text)
     try:
@@ -320,8 +317,8 @@ def load_all_yaml(
             if node is None:
                 continue
             _measure(node, max_nodes, max_depth)
-            if unique_keys:
-                _unique_keys(node)
+            if repeated_keys is not None:
+                _repeated_keys(node, repeated_keys)
             yield loader.construct_document(node)
     finally:
         loader.dispose()
