@@ -459,3 +459,25 @@ def test_every_spelling_of_skip_skips_the_pods_too(value):
     assert out["spec"]["template"]["metadata"]["labels"].get("vllm-sizer.io/sized") == "skip"
     p = review_object(pod_from(out, "/spec/template"), label_pods=True)
     assert p.verdict == "skip" and not p.patch
+
+
+# ---- class: one command line read two ways. vLLM's api_server.py run as a script file (the
+# installed module's file, or the copy opea/vllm-rocm keeps at /workspace/api_server.py) was
+# read as vLLM's server only as the container's own command: the same command in a
+# `sh -c` script was not found (OPEA's ChatQnA ROCm sized 6.5Gi directly, "cannot size"
+# through sh -c: found by the metamorphic check on the merged corpus)
+
+
+@pytest.mark.parametrize("image, script", [
+    ("opea/vllm-rocm:latest", "/workspace/api_server.py"),
+    ("vllm/vllm-openai:v0.11.0",
+     "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py"),
+])
+def test_an_api_server_script_is_read_the_same_inside_a_shell(image, script):
+    argv = ["python3", script, "--model", "Qwen/Qwen3-0.6B", "--max-model-len", "4096"]
+    direct = review_object(deployment({"image": image, "command": argv}))
+    shell = review_object(deployment({"image": image,
+                                      "command": ["sh", "-c", "exec " + " ".join(argv)]}))
+    sizes = [[(c.verdict, c.report.total_memory_bytes if c.report else None)
+              for c in d.containers] for d in (direct, shell)]
+    assert sizes[0][0][1] is not None and sizes[0] == sizes[1], (sizes, shell.warnings)

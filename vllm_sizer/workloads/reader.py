@@ -917,12 +917,19 @@ def _locate_all(
     maybe_env: bool,
     depth: int = 0,
     files: _Files | dict[str, str] | None = None,
+    api_server_copy: str | None = None,
 ) -> list[_Located]:
     """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
     command of a `sh -c` script (both branches of an if/else, each case arm, ...), or of a
     script file whose text is known (`files`: mounted from a ConfigMap, written or copied by
-    the script), in script order; identical invocations once."""
+    the script), in script order; identical invocations once. A script's command that runs
+    vLLM's api_server.py as a file (or the image's copy of it, `api_server_copy`) is read as
+    `python -m` the module, as the container's own command is."""
     files = _as_files(files)
+    if depth > 0:
+        as_module = as_api_server_module(argv, api_server_copy)
+        if as_module is not None:
+            argv = as_module
     inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
@@ -948,7 +955,9 @@ def _locate_all(
             # `cp /mounted/run.sh $HOME/run.sh`
             files = files.with_files({cmd.words[2]: known[cmd.words[1]]})
             continue
-        for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1, known):
+        for sub in _locate_all(
+            cmd.words, cmd.env, unknown, maybe_env, depth + 1, known, api_server_copy
+        ):
             key = (sub.kind, tuple(sub.flags), sub.positional, tuple(sorted(sub.env.items())))
             if key in seen:
                 continue
@@ -1748,7 +1757,9 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         argv = as_module
 
     mounted = _mounted_files(view, info.context.config_maps)
-    found = _locate_all(argv, env, unknown, maybe_env, files=mounted)
+    found = _locate_all(
+        argv, env, unknown, maybe_env, files=mounted, api_server_copy=images.api_server_copy(image)
+    )
     # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM; an
     # invocation asking for --help prints it and exits (argparse), whatever else it says
     candidates = [
