@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..policy.cluster import ClusterContext
+from ..policy.messages import printable
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import MODES, PolicySettings, parse_headroom
 from ..workloads import limits, templates
@@ -108,11 +109,14 @@ def _document_chunks(text: str) -> list[str]:
     ]
 
 
-def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> list[dict[str, Any]]:
+def load_documents(
+    paths: Iterable[str], errors: list[str] | None = None, notes: list[str] | None = None
+) -> list[dict[str, Any]]:
     """The Kubernetes objects in the files (List kinds flattened, OpenShift Templates processed
-    as `oc process` does with their parameters' defaults: workloads/templates.py). With `errors`, an unreadable
-    file or document is described there (file and document number) and reading goes on with
-    the next; without it the first problem raises InputError."""
+    as `oc process` does with their parameters' defaults: workloads/templates.py). With
+    `errors`, an unreadable file or document is described there (file and document number)
+    and reading goes on with the next; without it the first problem raises InputError.
+    `notes` gets what is read but worth saying (a mapping key written twice with two values)."""
     docs: list[dict[str, Any]] = []
     problems: list[str] = [] if errors is None else errors
     for f in _files(paths, problems):
@@ -124,13 +128,18 @@ def load_documents(paths: Iterable[str], errors: list[str] | None = None) -> lis
             continue
         position = 0
         for chunk in _document_chunks(text):
+            repeated: list[str] = []
             try:
-                parsed = list(limits.load_all_yaml(chunk))
+                # a key written twice with two values: read as kubectl apply reads it (the
+                # last), and said, as server-side apply refuses the file
+                parsed = list(limits.load_all_yaml(chunk, repeated_keys=repeated))
             except (yaml.YAMLError, limits.LimitExceeded, RecursionError, ValueError) as exc:
                 # one broken document: said with its position, the next ones are still read
                 problems.append(f"{name}: document {position + 1}: {_first_line(exc)}")
                 position += 1
                 continue
+            if notes is not None:
+                notes.extend(f"{name}: document {position + 1}: {r}" for r in repeated)
             for doc in parsed:
                 position += 1
                 where = f"{name}: document {position}"
@@ -182,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"vllm-sizer check: {exc}", file=sys.stderr)
         return 2
     errors: list[str] = []
-    docs = load_documents(args.paths, errors)
+    notes: list[str] = []  # said, without changing the exit code
+    docs = load_documents(args.paths, errors, notes)
     cluster = build_context(docs, args.trusted_namespace or None)
     base = PolicySettings(mode=args.mode, headroom=headroom)
     results: list[tuple[dict[str, Any], ObjectDecision | None]] = []
@@ -203,8 +213,8 @@ def run(args: argparse.Namespace) -> int:
                 f"({type(exc).__name__}: {_first_line(exc)})"
             )
             results.append((doc, None))
-    for problem in errors:
-        print(f"vllm-sizer check: {problem}", file=sys.stderr)
+    for problem in errors + notes:
+        print(f"vllm-sizer check: {printable(problem)}", file=sys.stderr)
     decided = [(doc, r) for doc, r in results if r is not None]
     if args.output == "json":
         print(json.dumps([row for _, r in decided for row in json_rows(r)], indent=2))
@@ -282,4 +292,5 @@ def render_text(results: list[ObjectDecision]) -> str:
             )
         for w in r.warnings:
             lines.append(f"  Warning: {w}")
-    return "\n".join(lines)
+    # names and values come from the manifest: escaped, never interpreted by the terminal
+    return "\n".join(printable(line) for line in lines)

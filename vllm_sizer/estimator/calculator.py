@@ -15,7 +15,7 @@ from typing import Any
 from .. import __version__
 from . import constants as C
 from .deepseek_v4 import notes as deepseek_v4_notes
-from .errors import InvalidSettings
+from .errors import ImpossibleEstimate, InvalidSettings
 from .geometry import ModelGeometry
 from .gpu_device import device_side, kv_bytes_per_token_per_rank, served_geometry
 from .host_processes import KvOffload, Processes, host_terms, node_ranks
@@ -339,6 +339,16 @@ def build_report(
                 else f"; it needs {r.engines * ws} GPUs (engines × TP × PP), "
                 "the device side is per GPU"
             )
+        )
+    negative = [t for t in p.terms if t.bytes < 0]
+    if negative or geometry.parameter_count() <= 0:
+        # a size field of the config (max_position_embeddings, moe_intermediate_size,
+        # qk_head_dim, ...) is negative: vLLM could not build the model, and a negative term
+        # would make any limit "cover" the estimate
+        what = ", ".join(t.name for t in negative) or "the parameter count"
+        raise ImpossibleEstimate(
+            f"the model config gives a negative {what} (a size field in its config.json is "
+            "negative or zero): not sized"
         )
     summed = sum(t.bytes for t in p.terms if t.enters == "sum")
     transients = max([t.bytes for t in p.terms if t.enters == "max-of-transients"] or [0])

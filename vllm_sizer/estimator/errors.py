@@ -22,6 +22,10 @@ class InvalidSettings(EstimatorError):
         super().__init__(f"{field}: {message}")
 
 
+class ImpossibleEstimate(EstimatorError):
+    """A config whose sizes come out negative: no model vLLM could build."""
+
+
 class UnknownModel(EstimatorError):
     """The model id is not in the catalog and no config was given."""
 

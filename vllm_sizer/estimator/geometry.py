@@ -29,7 +29,7 @@ from .deepseek_v4 import parts as v4_parts
 from .deepseek_v4 import rope_cache_elements as v4_rope_cache_elements
 from .deepseek_v4 import tp_replicated_bytes as v4_tp_replicated_bytes
 from .deepseek_v4 import weight_bytes as v4_weight_bytes
-from .errors import MissingConfigField
+from .errors import ImpossibleEstimate, MissingConfigField
 
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
 # Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
@@ -515,7 +515,7 @@ class ModelGeometry(BaseModel, frozen=True):
 
         audio_config = top.get("audio_config")
         audio = _audio_parameters(audio_config, str(top.get("model_type") or ""), hidden)
-        return cls(
+        geometry = cls(
             model_type=model_type,
             architecture=arch,
             num_layers=layers,
@@ -608,6 +608,8 @@ class ModelGeometry(BaseModel, frozen=True):
             per_layer_input_size=ple_size,
             per_layer_vocab_size=ple_vocab,
         )
+        _refuse_negative(geometry)
+        return geometry
 
     # ------------------------------------------------------------------ shapes
     @property
@@ -1173,6 +1175,27 @@ def _read_nas_blocks(
             "block_configs", "layers with different KV head counts are not read"
         )
     return kv.pop(), attention_layers, tuple(widths), linear
+
+
+def _refuse_negative(node: Any, path: str = "") -> None:
+    """No size of a model is negative (nor a position table empty): a config.json saying so
+    (a negative moe_intermediate_size, qk_head_dim or max_position_embeddings) describes no
+    model vLLM could build, and sizing it would give negative terms that any limit "covers"."""
+    if isinstance(node, BaseModel):
+        for name in type(node).model_fields:
+            _refuse_negative(getattr(node, name), f"{path}.{name}" if path else name)
+    elif isinstance(node, tuple):
+        for i, item in enumerate(node):
+            _refuse_negative(item, f"{path}[{i}]")
+    elif (
+        isinstance(node, int)
+        and not isinstance(node, bool)
+        and (node < 0 or (path == "max_position_embeddings" and node == 0))
+    ):
+        raise ImpossibleEstimate(
+            f"the model config gives {path} = {node}: negative (or zero), no model has "
+            "that size; not sized"
+        )
 
 
 def _int_or_none(v: Any) -> int | None:

@@ -12,6 +12,7 @@ from typing import Literal
 from ..estimator import EngineSettings, ModelGeometry, build_report
 from ..estimator.report import MemoryReport
 from ..workloads.model import Workload
+from ..workloads.quantity import MAX_QUANTITY
 from . import messages
 from .settings import Mode, PolicySettings
 
@@ -24,8 +25,8 @@ class ContainerDecision:
     workload: Workload
     verdict: Verdict
     reason: str  # fits | raised | no-limit | undersized | kv-auto-sized | over-limitrange |
-    #              over-node | gpu-does-not-fit | cannot-size | skipped | limit-unknown |
-    #              kv-env-unknown
+    #              over-node | over-range | gpu-does-not-fit | cannot-size | skipped |
+    #              limit-unknown | kv-env-unknown
     mode: Mode
     message: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -119,12 +120,7 @@ def decide_container(
         d.warnings.append(messages.gpu_does_not_fit(w, report))
 
     limit = w.limit_bytes
-    if (
-        ceiling is not None
-        and needed > ceiling
-        and (limit is None or limit < needed)
-        and mode in ("mutate", "enforce")
-    ):
+    if needed > ceiling and (limit is None or limit < needed) and mode in ("mutate", "enforce"):
         d.verdict, d.reason = "deny", ceiling_name
         d.message = messages.over_ceiling(w, report, needed, ceiling, ceiling_name)
         # what fits must still fit after headroom and rounding are added
@@ -181,15 +177,15 @@ def _finish(d: ContainerDecision) -> ContainerDecision:
     return d
 
 
-def _ceiling(policy: PolicySettings) -> tuple[int | None, str]:
+def _ceiling(policy: PolicySettings) -> tuple[int, str]:
+    """The largest limit a pod could run with: the namespace's LimitRange max, the largest
+    node, and in any case the largest quantity Kubernetes represents (2^63-1 bytes: an
+    absurd engine's estimate is never written past it)."""
     candidates = [
         (policy.limit_range_max_bytes, "over-limitrange"),
         (policy.largest_node_memory_bytes, "over-node"),
     ]
-    present = [(v, n) for v, n in candidates if v]
-    if not present:
-        return None, ""
-    return min(present)
+    return min([(v, n) for v, n in candidates if v] + [(MAX_QUANTITY, "over-range")])
 
 
 def _pinned(settings: EngineSettings, report: MemoryReport) -> EngineSettings:

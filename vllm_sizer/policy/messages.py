@@ -121,11 +121,10 @@ def undersized_warning(w: Workload, report: MemoryReport, needed: int, fitting: 
 
 
 def over_ceiling(w: Workload, report: MemoryReport, needed: int, ceiling: int, reason: str) -> str:
-    what = (
-        "the namespace LimitRange max"
-        if reason == "over-limitrange"
-        else "the largest node's memory"
-    )
+    what = {
+        "over-limitrange": "the namespace LimitRange max",
+        "over-range": "the largest memory quantity Kubernetes represents",
+    }.get(reason, "the largest node's memory")
     return (
         f"vllm-sizer: {_who(w)}: needs {gi(needed)} (estimated peak "
         f"{gi(report.total_memory_bytes)}: {_terms(report)}), above {what} {gi(ceiling)}, "

@@ -15,7 +15,7 @@ import jsonpatch
 
 from ..estimator import EstimatorError, MemoryReport, ModelGeometry, build_report
 from ..estimator.catalog import cached_geometry
-from ..estimator.units import GiB
+from ..estimator.units import GiB, MiB
 from ..estimator.units import to_quantity as format_quantity
 from ..workloads.api_names import (
     ANNOTATION_HEADROOM,
@@ -31,6 +31,8 @@ from ..workloads.api_names import (
     SIZED_LABEL,
 )
 from ..workloads.model import ReadContext, Workload
+from ..workloads.quantity import MAX_QUANTITY
+from ..workloads.reader import skip_requested
 from ..workloads.vllm_args import Diagnostic
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
@@ -108,6 +110,52 @@ def _get(obj: Any, pointer: str) -> Any:
         if cur is None:
             return None
     return cur
+
+
+def _kind_of(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number"
+    )
+
+
+def _unwritable(obj: Any, pointer: str, leaf: type | None = None) -> str | None:
+    """Why writing at `pointer` would replace a value the object holds (a list, a string or a
+    number where the path needs an object, or a leaf of another type than `leaf`), or None
+    when every step is an object, an index into a list, or absent (then created). A custom
+    resource holding such a value is refused by the API server (its schema) as written: a
+    patch replacing it would drop what the user wrote and make the object valid."""
+    parts = pointer.split("/")[1:]
+    node = obj
+    path = ""
+    for raw, nxt in itertools.pairwise(parts):
+        path += "/" + raw
+        node = _step(node, raw)
+        if node is None:
+            return None
+        # the reader's pointers step into lists by index only: an object keyed "0" is a
+        # list written as a map, which the reader did not read as one
+        if isinstance(node, list) != nxt.isdigit() or not isinstance(node, dict | list):
+            what = "a list" if nxt.isdigit() else "an object"
+            return f"{path} is {_kind_of(node)}, not {what}: nothing written under it"
+    if leaf is not None and parts:
+        node = _step(node, parts[-1])
+        if node is not None and not isinstance(node, leaf):
+            return f"{pointer} is {_kind_of(node)}, not {_kind_of(leaf())}: nothing written"
+    return None
+
+
+def _unwritable_workload(obj: Any, w: Workload) -> str | None:
+    """The first place the patch of this container would replace a value (see _unwritable)."""
+    for pointer, leaf in (
+        (w.container_path, dict),
+        (w.memory_limit_path, None),
+        (w.memory_request_path, None),
+        (w.env_list_path, list),
+    ):
+        why = _unwritable(obj, pointer, leaf)
+        if why:
+            return why
+    return None
 
 
 def _step(node: Any, raw: str) -> Any:
@@ -197,7 +245,7 @@ def _object_overrides(obj: dict[str, Any], policy: PolicySettings) -> tuple[Mode
             warnings.append(
                 f"{ANNOTATION_HEADROOM}={raw_h!r} is not a fraction or percentage: ignored"
             )
-    if str(ann.get(ANNOTATION_SKIP, "")).lower() == "true":
+    if skip_requested(ann.get(ANNOTATION_SKIP)):  # the reader's reading of it
         mode = "off"
     return mode, headroom, warnings
 
@@ -301,10 +349,17 @@ def review_object(
         read = read_workloads
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     meta = meta if isinstance(meta, dict) else {}
+    # the object's identity as the API server types it (strings): a mutant's float namespace
+    # or list name is no identity, and str() of a huge one would be megabytes
+    kind, namespace, name = (
+        obj.get("kind") if isinstance(obj, dict) else None,
+        meta.get("namespace"),
+        meta.get("name"),
+    )
     result = ObjectDecision(
-        kind=str(obj.get("kind", "")) if isinstance(obj, dict) else "",
-        namespace=meta.get("namespace"),
-        name=str(meta.get("name", "")),
+        kind=kind if isinstance(kind, str) else "",
+        namespace=namespace if isinstance(namespace, str) else None,
+        name=name if isinstance(name, str) else "",
         verdict="allow",
         containers=[],
     )
@@ -320,6 +375,8 @@ def review_object(
         label_pods = False
         result.warnings.append(messages.immutable_template(str(obj.get("kind"))))
     for w in workloads:
+        if w.patchable and not w.patch_blocked:
+            w.patch_blocked = _unwritable_workload(obj, w)
         pick = None
         if mode != "off" and not w.skip_reason:
             w, report, geometry, why, pick = _estimate_largest(w)
@@ -340,8 +397,14 @@ def review_object(
     result.verdict = max((d.verdict for d in result.containers), key=_RANK.__getitem__)
     denials = [d.message for d in result.containers if d.verdict == "deny"]
     result.message = " ".join(denials)
-    for d in result.containers:  # two containers of one name (leader and worker): said once
-        result.warnings.extend(x for x in d.warnings if x not in result.warnings)
+    # two containers of one name (leader and worker): said once (a set: an object of 128
+    # containers with hundreds of diagnostics each took seconds to deduplicate in a list)
+    said_once = set(result.warnings)
+    for d in result.containers:
+        for x in d.warnings:
+            if x not in said_once:
+                said_once.add(x)
+                result.warnings.append(x)
     # a Warning header with a control character is dropped by the API server (Go's
     # net.NewWarningHeader), and a terminal interprets one: names and values are shown escaped
     for d in result.containers:
@@ -353,7 +416,9 @@ def review_object(
         result.patch, result.annotations = _patch(obj, result, label_pods)
         if (
             label_pods
-            and not result.patch
+            # nothing else changed but our own annotations (an exported manifest carrying
+            # them): the label is still due, or the pods would be sized at creation
+            and all(op["path"].startswith("/metadata/annotations") for op in result.patch)
             and mode == "off"
             and policy.mode != "off"
             and result.kind != "Pod"
@@ -362,8 +427,16 @@ def review_object(
             # created with vllm-sizer.io/skip or mode off: its pods must be left alone too
             pb = _PatchBuilder(obj)
             _label_templates(pb, obj, workloads, SKIPPED_LABEL_VALUE)
-            result.patch = pb.ops
+            result.patch = result.patch + pb.ops
     return result
+
+
+def _quantity(n: int) -> str:
+    """A limit or request as written: Mi or Gi, rounded up, unless rounding would pass the
+    largest quantity Kubernetes represents (a request of 2^63-1 bytes kept by a raised
+    limit): then the exact bytes."""
+    rounded = -(-n // MiB) * MiB  # what to_quantity writes
+    return format_quantity(n) if rounded <= MAX_QUANTITY else str(n)
 
 
 def _template_immutable(obj: dict[str, Any]) -> bool:
@@ -390,9 +463,9 @@ def _patch(
             # KServe merges by name with its config's): add it, named, once
             pb.set(w.container_path, {"name": w.container})
         if d.limit_after is not None and d.limit_after != d.limit_before:
-            pb.set(w.memory_limit_path, format_quantity(d.limit_after))
+            pb.set(w.memory_limit_path, _quantity(d.limit_after))
         if d.request_after is not None and d.request_after != d.request_before:
-            pb.set(w.memory_request_path, format_quantity(d.request_after))
+            pb.set(w.memory_request_path, _quantity(d.request_after))
         if d.pin_kv_gib is not None:
             _pin_env(pb, w.env_list_path, f"{d.pin_kv_gib:g}")
     sized = any(d.report is not None for d in patchable)
@@ -433,7 +506,10 @@ def _label_templates(
             parent = parent.rsplit("/", 1)[0]
         if parent and not isinstance(pb.get(parent), dict):
             continue  # no such template (e.g. a LeaderWorkerSet without a leader template)
-        pb.set(pointer + "/" + _escape(SIZED_LABEL), value)
+        label = pointer + "/" + _escape(SIZED_LABEL)
+        if _unwritable(obj, label):
+            continue  # labels that are not a map: left as written (the API server refuses)
+        pb.set(label, value)
 
 
 def sized_label_patch(obj: Any) -> list[dict[str, Any]]:
@@ -486,7 +562,9 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
             (f"{d.workload.container}: " if not single else "") + _unsized_text(d)
             for d in result.containers
         )
-        return {k: v for k, v in unsized.items() if existing.get(k) != v}
+        return _within_annotation_limit(
+            existing, {k: v for k, v in unsized.items() if existing.get(k) != v}
+        )
     single = len(sized) == 1
     reports = [(d.workload.container, d.report) for d in sized if d.report is not None]
     estimate = (
@@ -518,7 +596,47 @@ def _annotations(obj: dict[str, Any], result: ObjectDecision) -> dict[str, str |
         and _mutation_still_applies(before, sized, single)
     )
     desired[DECISION_ANNOTATION] = before if keep else fresh
-    return {k: v for k, v in desired.items() if existing.get(k) != v}
+    return _within_annotation_limit(
+        existing, {k: v for k, v in desired.items() if existing.get(k) != v}
+    )
+
+
+# the API server refuses an object whose annotations exceed this in all, keys and values in
+# bytes (apimachinery ValidateAnnotationsSize, TotalAnnotationSizeLimitB)
+ANNOTATIONS_LIMIT_BYTES = 256 * 1024
+# what is given up first when the object's own annotations leave too little room (a large
+# object's kubectl last-applied-configuration comes near the limit)
+_DROP_ORDER = (
+    NOTES_ANNOTATION,
+    BREAKDOWN_ANNOTATION,
+    ESTIMATOR_VERSION_ANNOTATION,
+    ESTIMATE_ANNOTATION,
+    DECISION_ANNOTATION,
+)
+
+
+def _annotation_bytes(ann: dict[str, Any]) -> int:
+    return sum(
+        len(str(k).encode("utf-8", "replace")) + len(str(v).encode("utf-8", "replace"))
+        for k, v in ann.items()
+        if v is not None
+    )
+
+
+def _within_annotation_limit(
+    existing: dict[str, Any], changes: dict[str, str | None]
+) -> dict[str, str | None]:
+    """`changes` less what would take the object's annotations past the API server's limit
+    (the object would be refused because of the patch): the notes first, then the breakdown,
+    the version, the estimate, the decision; one of ours left out is removed if the object
+    carries an earlier value of it (it would describe a review that is not this one)."""
+    out = dict(changes)
+    for key in _DROP_ORDER:
+        if _annotation_bytes({**existing, **out}) <= ANNOTATIONS_LIMIT_BYTES:
+            break
+        if key in out or key in existing:
+            out[key] = None
+    return {k: v for k, v in out.items() if not (v is None and k not in existing)}
 
 
 def _unsized_text(d: Any) -> str:

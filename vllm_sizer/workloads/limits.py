@@ -202,6 +202,55 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _same(a: yaml.Node, b: yaml.Node) -> bool:
+    """Two composed nodes stand for the same value (aliases are one node)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.tag != b.tag:
+        return False
+    if isinstance(a, yaml.ScalarNode):
+        return bool(a.value == b.value)
+    if len(a.value) != len(b.value):
+        return False
+    if isinstance(a, yaml.MappingNode):
+        pairs = zip(a.value, b.value, strict=True)
+        return all(_same(k1, k2) and _same(v1, v2) for (k1, v1), (k2, v2) in pairs)
+    return all(_same(x, y) for x, y in zip(a.value, b.value, strict=True))
+
+
+def _repeated_keys(root: yaml.Node, found: list[str]) -> None:
+    """Add to `found` every key a mapping of the composed graph repeats with another value:
+    PyYAML keeps the last without a word, kubectl's client keeps the last, server-side apply
+    refuses the file (go-yaml v3: `mapping key "x" already defined at line N`), so which
+    value the cluster gets depends on how it is applied. A merge key `<<` is not one (its
+    keys are overridden by design), nor a key repeated with the same value (a published Helm
+    chart renders labels so)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], tuple[int, yaml.Node]] = {}
+            for k, v in node.value:
+                if not isinstance(k, yaml.ScalarNode) or k.tag == _MERGE_TAG:
+                    continue
+                line = k.start_mark.line + 1
+                at, value = first.setdefault((k.tag, k.value), (line, v))
+                if value is not v and not _same(value, v):
+                    found.append(
+                        f'line {line}: mapping key "{k.value[:80]}" already defined at line '
+                        f"{at} with another value: the last is read, as kubectl apply does "
+                        "(kubectl apply --server-side refuses the file)"
+                    )
+        stack.extend(_children(node))
+
+
 def _prescan(
     text: str, max_aliases: int, max_nodes: int, max_depth: int
 ) -> tuple[int, Exception | None]:
@@ -245,11 +294,14 @@ def load_all_yaml(
     max_aliases: int = MAX_DOC_ALIASES,
     max_nodes: int = MAX_DOC_NODES,
     max_depth: int = MAX_DOC_DEPTH,
+    repeated_keys: list[str] | None = None,
 ) -> Iterator[Any]:
     """yaml.safe_load_all with bounds: the event stream is scanned first (aliases, nodes,
     depth), then each document that passed is composed, measured (nodes once its aliases are
     expanded), then constructed. Raises LimitExceeded or yaml.YAMLError for the document that
-    fails; documents before it have been yielded."""
+    fails; documents before it have been yielded. `repeated_keys`: a list to which a mapping
+    key written twice with two values is said (the last is read, as PyYAML and kubectl's
+    client read it; an embedded config vLLM reads keeps the last too, as vLLM does)."""
     passing, error = _prescan(text, max_aliases, max_nodes, max_depth)
     loader = _safe_loader()(text)
     try:
@@ -265,6 +317,8 @@ def load_all_yaml(
             if node is None:
                 continue
             _measure(node, max_nodes, max_depth)
+            if repeated_keys is not None:
+                _repeated_keys(node, repeated_keys)
             yield loader.construct_document(node)
     finally:
         loader.dispose()

@@ -156,6 +156,12 @@ NOT_RUNNING = {
 _CONFIG_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers"}
 
 
+def skip_requested(value: Any) -> bool:
+    """The vllm-sizer.io/skip annotation asks to skip: "true", "yes" or "1", any case, spaces
+    around (one reading for the reader and the decision's mode override)."""
+    return value is not None and str(value).strip().lower() in ("true", "yes", "1")
+
+
 def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
@@ -176,8 +182,13 @@ def _words(x: Any) -> list[str]:
             out.append("true" if item else "false")
         elif isinstance(item, (str, int, float)):
             out.append(str(item))
+        elif isinstance(item, (dict, list)):
+            try:
+                out.append(json.dumps(item))
+            except (ValueError, TypeError, RecursionError):  # nested past the stack: no word
+                out.append("[...]")
         elif item is not None:
-            out.append(json.dumps(item) if isinstance(item, (dict, list)) else str(item))
+            out.append(str(item))
     return out
 
 
@@ -239,11 +250,7 @@ class _ObjectInfo:
                 "(controller): its owner is sized instead, or its pods when "
                 "they are created"
             )
-        if info.skip_reason is None and annotations.get(ANNOTATION_SKIP, "").strip().lower() in (
-            "true",
-            "yes",
-            "1",
-        ):
+        if info.skip_reason is None and skip_requested(annotations.get(ANNOTATION_SKIP)):
             info.skip_reason = f"{ANNOTATION_SKIP} annotation"
         raw = annotations.get(ANNOTATION_MODEL_CONFIG)
         if raw is not None:
@@ -934,12 +941,19 @@ def _locate_all(
     maybe_env: bool,
     depth: int = 0,
     files: _Files | dict[str, str] | None = None,
+    api_server_copy: str | None = None,
 ) -> list[_Located]:
     """Every vLLM (or KServe HF server) invocation an argv can run: the argv itself, or each
     command of a `sh -c` script (both branches of an if/else, each case arm, ...), or of a
     script file whose text is known (`files`: mounted from a ConfigMap, written or copied by
-    the script), in script order; identical invocations once."""
+    the script), in script order; identical invocations once. A script's command that runs
+    vLLM's api_server.py as a file (or the image's copy of it, `api_server_copy`) is read as
+    `python -m` the module, as the container's own command is."""
     files = _as_files(files)
+    if depth > 0:
+        as_module = as_api_server_module(argv, api_server_copy)
+        if as_module is not None:
+            argv = as_module
     inv = find_invocation(argv) if executes_vllm(argv) else None  # executed, not mentioned
     if inv is not None:
         flags, positional = inv
@@ -965,7 +979,9 @@ def _locate_all(
             # `cp /mounted/run.sh $HOME/run.sh`
             files = files.with_files({cmd.words[2]: known[cmd.words[1]]})
             continue
-        for sub in _locate_all(cmd.words, cmd.env, unknown, maybe_env, depth + 1, known):
+        for sub in _locate_all(
+            cmd.words, cmd.env, unknown, maybe_env, depth + 1, known, api_server_copy
+        ):
             key = (sub.kind, tuple(sub.flags), sub.positional, tuple(sorted(sub.env.items())))
             if key in seen:
                 continue
@@ -1765,7 +1781,9 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
         argv = as_module
 
     mounted = _mounted_files(view, info.context.config_maps)
-    found = _locate_all(argv, env, unknown, maybe_env, files=mounted)
+    found = _locate_all(
+        argv, env, unknown, maybe_env, files=mounted, api_server_copy=images.api_server_copy(image)
+    )
     # KServe's Hugging Face server with --backend=huggingface runs Transformers, not vLLM; an
     # invocation asking for --help prints it and exits (argparse), whatever else it says
     candidates = [

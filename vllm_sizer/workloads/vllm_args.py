@@ -830,9 +830,11 @@ def _json_value(
     0.19.0:vllm/engine/arg_utils.py:299-303)."""
     import json
 
+    # nested past Python's stack: RecursionError, which vLLM's parser does not catch either
+    # (vLLM exits); said like any JSON it rejects, never an internal error
     try:
         obj = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         obj = None
         if version is None or version.at_least(0, 20):
             parts = re.split(r'("(?:[^"\\]|\\.)*")', raw)
@@ -840,7 +842,7 @@ def _json_value(
                 parts[i] = _HUMAN_NUMBER.sub(_human_number, parts[i])
             try:
                 obj = json.loads("".join(parts))
-            except ValueError:
+            except (ValueError, RecursionError):
                 obj = None
     if not isinstance(obj, dict):
         diags.append(
@@ -863,7 +865,7 @@ def _set_dotted(target: dict[str, Any], keys: list[str], raw: str) -> None:
 
     try:
         value: Any = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = raw
     for k in keys[:-1]:
         nxt = target.get(k)

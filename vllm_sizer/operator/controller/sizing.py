@@ -62,6 +62,7 @@ UNDERSIZED_REASONS = (
     "undersized",
     "over-limitrange",
     "over-node",
+    "over-range",
     "gpu-does-not-fit",
     "kv-auto-sized",
 )

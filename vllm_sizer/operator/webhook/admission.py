@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ...policy.messages import printable
 from ...policy.review import ObjectDecision, review_object
 from ...policy.settings import PolicySettings
 from ...workloads.api_names import ANNOTATION_MODE
@@ -338,6 +339,9 @@ class Admission:
         return answer
 
     def _internal_error(self, uid: str, what: str) -> dict[str, Any]:
+        # an exception's text quotes the object's values: escaped, or the API server drops
+        # the Warning (a control character) and the unchecked admission goes unsaid
+        what = printable(what)
         if self.settings.decision.fail_closed:
             return deny(uid, f"vllm-sizer: internal error ({what}); the policy is fail-closed", 500)
         return allow(uid, [f"vllm-sizer: internal error ({what}); admitted unchanged"])
