@@ -1064,9 +1064,11 @@ def is_kaito_entrypoint(tok: str) -> bool:
     return str(tok).endswith(KAITO_ENTRYPOINT)
 
 
-def without_kaito_flags(flags: list[str]) -> list[str]:
-    """vLLM's flags of a KAITO command line: KAITO's own `--kaito-*` flags (and their values)
-    are consumed by its parser before vLLM's."""
+def _without_wrapper_flags(
+    flags: list[str], owns: Callable[[str], bool], takes_value: Callable[[str], bool]
+) -> list[str]:
+    """The flags left for vLLM's parser once a wrapper's parser has consumed its own (`owns`),
+    with the next word as the value of those that take one (`--flag value`, not `--flag=v`)."""
     out: list[str] = []
     skip = False
     for tok in flags:
@@ -1074,30 +1076,29 @@ def without_kaito_flags(flags: list[str]) -> list[str]:
             skip = False
             continue
         key, eq, _ = str(tok).partition("=")
-        if key.startswith("--kaito-"):
-            skip = key in KAITO_VALUE_FLAGS and not eq
+        if owns(key):
+            skip = takes_value(key) and not eq
             continue
-        out.append(tok)
+        out.append(str(tok))
     return out
+
+
+def without_kaito_flags(flags: list[str]) -> list[str]:
+    """vLLM's flags of a KAITO command line: KAITO's own `--kaito-*` flags (and their values)
+    are consumed by its parser before vLLM's."""
+    return _without_wrapper_flags(
+        flags, lambda k: k.startswith("--kaito-"), lambda k: k in KAITO_VALUE_FLAGS
+    )
 
 
 def without_run_batch_flags(flags: list[str]) -> list[str]:
     """The engine's flags of a batch-runner command line: the runner's own (-i/-o, metrics)
     and their values are its parser's, not the engine's."""
-    out: list[str] = []
-    skip = False
-    for tok in flags:
-        if skip:
-            skip = False
-            continue
-        key, eq, _ = str(tok).partition("=")
-        if key in RUN_BATCH_VALUE_FLAGS:
-            skip = not eq
-            continue
-        if key in RUN_BATCH_VALUELESS_FLAGS:
-            continue
-        out.append(str(tok))
-    return out
+    return _without_wrapper_flags(
+        flags,
+        lambda k: k in RUN_BATCH_VALUE_FLAGS or k in RUN_BATCH_VALUELESS_FLAGS,
+        lambda k: k in RUN_BATCH_VALUE_FLAGS,
+    )
 
 
 def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
