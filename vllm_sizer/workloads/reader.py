@@ -49,7 +49,7 @@ from .api_names import (
     SIZED_LABEL,
     TEMPLATE_UNKNOWN_ANNOTATION,
 )
-from .device import claim_device_classes, detect_device
+from .device import DeviceFacts, claim_device_classes, detect_device
 from .execution import as_api_server_module, executed, executes_vllm
 from .expand import kube_expand
 from .kserve import MODEL_DIR, parse_hf_args, read_isvc, read_llmisvc
@@ -691,16 +691,7 @@ def _ray_worker_workload(
     diags = [Diagnostic(sev, msg) for sev, msg in view.notes] + diags
     resources = _dict(c.get("resources"))
     limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
-    dev = detect_device(
-        image=image,
-        arg_device=None,
-        env=env,
-        resources=resources,
-        pod_spec=view.pod_spec,
-        container=c,
-        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
-        hint=view.device_hint,
-    )
+    dev = _view_device(info, view, c, image, env, resources, None)
     diags += dev.diagnostics
     assert leader.settings is not None
     update: dict[str, Any] = {
@@ -1578,6 +1569,29 @@ def _view_fields(view: ContainerView) -> dict[str, Any]:
     )
 
 
+def _view_device(
+    info: _ObjectInfo,
+    view: ContainerView,
+    container: dict[str, Any],
+    image: str | None,
+    env: dict[str, str],
+    resources: dict[str, Any],
+    arg_device: str | None,
+) -> DeviceFacts:
+    """The device of a container as its view shows it: resources, the pod spec, its DRA claims
+    (the view's classes and those of the claim objects in the context), the platform's hint."""
+    return detect_device(
+        image=image,
+        arg_device=arg_device,
+        env=env,
+        resources=resources,
+        pod_spec=view.pod_spec,
+        container=container,
+        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
+        hint=view.device_hint,
+    )
+
+
 def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     c = view.container
     image = _str(c.get("image"))
@@ -2019,16 +2033,7 @@ def _read_invocation(
         )
 
     arg_device = parsed.values.pop("device", None)
-    dev = detect_device(
-        image=image,
-        arg_device=arg_device,
-        env=eff_env,
-        resources=resources,
-        pod_spec=view.pod_spec,
-        container=c,
-        dra_classes=view.dra_classes + claim_device_classes(view.pod_spec, info.context.objects),
-        hint=view.device_hint,
-    )
+    dev = _view_device(info, view, c, image, eff_env, resources, arg_device)
     diags += dev.diagnostics
 
     preload = eff_env.get("LD_PRELOAD")
