@@ -14,7 +14,13 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
+# annotations the cluster's own controllers write (the deployment controller's revision)
+_CONTROLLER_ANNOTATION_PREFIXES = ("deployment.kubernetes.io/",)
 
+
+def _own_annotations(annotations: dict[str, str] | None) -> dict[str, str]:
+    return {key: value for key, value in (annotations or {}).items()
+            if not key.startswith(_CONTROLLER_ANNOTATION_PREFIXES)}
 
 
 def deployment(name: str, ns: str, command: list[str], memory: str | None,
@@ -61,7 +67,9 @@ def test_audit_lists_each_workload_with_its_verdict_and_oom_history(kube: Any, n
     core.patch_namespaced_pod_status("audit-oomed", namespace, status)
     def stored_state():
         # spec and metadata only: the controller-manager updates status (resourceVersion) on its own
-        return {d.metadata.name: (d.metadata.generation, d.metadata.annotations, d.metadata.labels,
+        # (and the deployment controller writes its revision annotation whenever it gets to it)
+        return {d.metadata.name: (d.metadata.generation, _own_annotations(d.metadata.annotations),
+                                  d.metadata.labels,
                                   str(d.spec.template))
                 for d in apps.list_namespaced_deployment(namespace).items}
 
