@@ -148,3 +148,23 @@ def test_env_value_referencing_an_lws_variable_is_expanded():
                 {"name": "LWS_GROUP_SIZE", "value": "2"}]
     leader, _ = read_workloads(copy.deepcopy(lws))
     assert leader.settings.pipeline_parallel_size != 3
+
+
+def test_lws_injected_variables_survive_env_entries_with_unhashable_names():
+    # a hostile env entry whose name is a list must not break the injected LWS variables
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "l"},
+        "spec": {"leaderWorkerTemplate": {"size": 2, "leaderTemplate": {"spec": {"containers": [{
+            "name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+            "env": [{"name": ["x"]}, {"name": "PP", "value": "$(LWS_GROUP_SIZE)"}],
+            "command": ["sh", "-c", "vllm serve Qwen/Qwen3-8B --pipeline-parallel-size $PP"],
+            "resources": {"limits": {"nvidia.com/gpu": "1", "memory": "32Gi"}}}]}},
+            "workerTemplate": {"spec": {"containers": [{
+                "name": "w", "image": "vllm/vllm-openai:v0.11.0",
+                "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}},
+    }
+    leader = read_workloads(lws)[0]
+    assert not any("internal error" in d.message for d in leader.diagnostics)
+    assert leader.settings is not None and leader.settings.pipeline_parallel_size == 2

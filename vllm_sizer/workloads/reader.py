@@ -1403,7 +1403,7 @@ def _read_env(
     unknown: set[str] = set()
     diags: list[Diagnostic] = []
     entries = _list(container.get("env"))
-    own = {_dict(e).get("name") for e in entries}
+    own = {name for e in entries if isinstance(name := _dict(e).get("name"), str)}
     env.update({k: v for k, v in (injected or {}).items() if k not in own})
     if len(entries) > limits.MAX_ENV_ENTRIES:
         limits.current().note(
