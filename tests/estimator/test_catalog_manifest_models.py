@@ -21,6 +21,7 @@ GIB = 2**30
      "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "quantization", "nvfp4"),
     ("google/gemma-4-31B-it", "nvidia/Gemma-4-31B-IT-NVFP4", "variant", None),
     ("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "exact", None),
+    ("google/gemma-4-E4B-it", "google/gemma-4-E4B-it", "exact", None),
 ])
 def test_manifest_spellings_resolve(name, model_id, rule, quant):
     r = resolve_model(name)
@@ -41,13 +42,18 @@ def test_derived_weights_against_the_published_safetensors_size(name, kaito_gib,
     assert low <= g.weight_bytes(2) / GIB / kaito_gib <= high
 
 
-def test_gemma_4_e2b_says_its_audio_tower_is_not_counted():
-    """9.54Gi of safetensors (KAITO) against 8.94GiB counted: the gap is the gemma4_audio
-    encoder, which no formula counts; the report says so rather than dropping it silently."""
-    g = ModelGeometry.from_hf_config(model_config("google/gemma-4-E2B-it"))
+@pytest.mark.parametrize("name, layers, kaito_gib", [
+    ("google/gemma-4-E2B-it", 35, 9.54),
+    ("google/gemma-4-E4B-it", 42, 14.89),
+])
+def test_gemma_4_e_models_say_their_audio_tower_is_not_counted(name, layers, kaito_gib):
+    """The E models' safetensors (KAITO's totals) hold a gemma4_audio encoder that no formula
+    counts: the counted parts come to 93-96 % of the total, and the report says so rather than
+    dropping it silently."""
+    g = ModelGeometry.from_hf_config(model_config(name))
     assert g.uncounted_towers == ("audio encoder",)
-    assert g.num_layers == 35 and g.vision_parameters > 0
-    assert 0.92 < g.weight_bytes(2) / GIB / 9.54 < 0.95
+    assert g.num_layers == layers and g.vision_parameters > 0
+    assert 0.93 < g.weight_bytes(2) / GIB / kaito_gib < 0.96
 
 
 def test_gemma_4_31b_nvfp4_keeps_its_own_weight_format():

@@ -174,6 +174,11 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("mistralai/Ministral-3-8B-Instruct-2512", "mistralai/Ministral-3-8B-Instruct-2512-BF16"),
     ("moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Instruct"),
     ("llava-hf/llava-v1.6-mistral-7b-hf", "mistralai/Mistral-7B-Instruct-v0.2"),
+    ("Xkev/Llama-3.2V-11B-cot", "meta-llama/Llama-3.2-11B-Vision-Instruct"),
+    ("deepseek-ai/DeepSeek-R1-Zero", "deepseek-ai/DeepSeek-R1"),
+    ("TinyLlama/TinyLlama-1.1B-Chat-v0.3", "TinyLlama/TinyLlama-1.1B-Chat-v0.4"),
+    ("hf://TinyLlama/TinyLlama-1.1B-Chat-v0.3", "TinyLlama/TinyLlama-1.1B-Chat-v0.4"),
+    ("lmsys/vicuna-13b-v1.5", "meta-llama/Llama-2-13b-hf"),
 ])
 def test_manifest_fine_tunes_resolve_by_their_stated_lineage(name, target):
     r = resolve_model(name)
