@@ -429,6 +429,18 @@ LINEAGE: dict[str, Lineage] = {
         "--enable_fsdp --model_name meta-llama/Llama-3.2-11B-Vision-Instruct, and 'you can use "
         "the same code as Llama-3.2-11B-Vision-Instruct to load the model'",
     ),
+    "Llama-Guard-3-11B-Vision": (
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "Llama Guard 3-11B-vision model card, 'Model Details': 'a Llama-3.2-11B pretrained model, "
+        "fine-tuned for content safety classification' (the pretrained and instruct Llama 3.2 "
+        "11B Vision models share their mllama shapes)",
+    ),
+    "Skywork-OR1-7B-Preview": (
+        "Qwen/Qwen2.5-7B",
+        "Skywork-OR1 (He et al., 2025) as compared in reasoning-RL papers' tables: base model "
+        "DeepSeek-R1-Distill-Qwen-7B, which the DeepSeek-R1 card builds from Qwen2.5-Math-7B, "
+        "initialised from Qwen2.5-7B (see deepseek-r1-distill-qwen-7b above)",
+    ),
     "DeepSeek-R1-Zero": (
         "deepseek-ai/DeepSeek-R1",
         "DeepSeek-R1 model card (copied at ZHUI/paddlenlp_model_readme "
