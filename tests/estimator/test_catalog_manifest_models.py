@@ -22,6 +22,8 @@ GIB = 2**30
     ("google/gemma-4-31B-it", "nvidia/Gemma-4-31B-IT-NVFP4", "variant", None),
     ("google/gemma-4-E2B-it", "google/gemma-4-E2B-it", "exact", None),
     ("google/gemma-4-E4B-it", "google/gemma-4-E4B-it", "exact", None),
+    ("google/embeddinggemma-300m", "google/embeddinggemma-300m", "exact", None),
+    ("BAAI/bge-base-zh-v1.5", "BAAI/bge-base-zh-v1.5", "exact", None),
 ])
 def test_manifest_spellings_resolve(name, model_id, rule, quant):
     r = resolve_model(name)
@@ -70,3 +72,13 @@ def test_pixtral_tower_and_mistral3_projector_give_the_published_count():
     g = ModelGeometry.from_hf_config(model_config("mistralai/Magistral-Small-2509"))
     assert g.parameter_count() == 24_011_361_280
     assert g.vision_parameters == 403_305_472 + 35_652_608
+
+
+def test_embeddinggemma_is_a_small_bidirectional_gemma3_text_stack():
+    """EmbeddingGemma's config is gemma3_text (24 layers, 768 wide, 1 KV head of 256, a 262144
+    vocabulary): about 0.3B parameters, most of them the embedding table."""
+    c = model_config("google/embeddinggemma-300m")
+    assert c["use_bidirectional_attention"] is True
+    g = ModelGeometry.from_hf_config(c)
+    assert g.num_layers == 24 and 0.29e9 < g.parameter_count() < 0.31e9
+    assert c["vocab_size"] * c["hidden_size"] > 0.6 * g.parameter_count()
