@@ -609,9 +609,10 @@ def _py_engines(
 def _gpu_group(
     cluster: dict[str, Any], base: tuple[str, ...]
 ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
-    """(container, container pointer, pod spec) of the first worker group container that asks
-    for accelerators, else the first worker container, else the head's."""
-    candidates: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
+    """(container, container pointer, pod spec) of the first worker group whose Ray container
+    Ray declares accelerators on (ray_start_accelerators: rayStartParams may say more or fewer
+    than the container's limit), else the first worker container, else the head's."""
+    candidates: list[tuple[dict[str, Any], str, dict[str, Any], dict[str, Any]]] = []
     for i, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
         pod = _dict(_dict(_dict(group).get("template")).get("spec"))
         for j, c in enumerate(_list(pod.get("containers"))):
@@ -620,18 +621,156 @@ def _gpu_group(
                     _dict(c),
                     pointer(*base, "workerGroupSpecs", i, "template", "spec", "containers", j),
                     pod,
+                    _dict(group) if j == 0 else {},
                 )
             )
-    head = _dict(_dict(_dict(cluster.get("headGroupSpec")).get("template")).get("spec"))
+    head_group = _dict(cluster.get("headGroupSpec"))
+    head = _dict(_dict(head_group.get("template")).get("spec"))
     for j, c in enumerate(_list(head.get("containers"))):
         candidates.append(
-            (_dict(c), pointer(*base, "headGroupSpec", "template", "spec", "containers", j), head)
+            (
+                _dict(c),
+                pointer(*base, "headGroupSpec", "template", "spec", "containers", j),
+                head,
+                head_group if j == 0 else {},
+            )
         )
-    for c, ptr, pod in candidates:
-        limits = _dict(_dict(c.get("resources")).get("limits"))
-        if any(is_accelerator(k) for k in limits):
+    for c, ptr, pod, group in candidates:
+        if group:  # the Ray container: what `ray start` declares
+            if ray_start_accelerators(group, c)[0] > 0:
+                return c, ptr, pod
+        elif _container_accelerators(c) > 0:
             return c, ptr, pod
-    return candidates[0] if candidates else None
+    return candidates[0][:3] if candidates else None
+
+
+# KubeRay's `ray start` accelerator flags (ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229
+# ray-operator/controllers/ray/common/pod.go): the group's top-level `resources` overwrite
+# rayStartParams (updateRayStartParamsResources :1649-1675, called for the head :229 and each
+# worker group :664: a GPU key sets num-gpus, other names go to --resources), then
+# generateRayStartCommand :1390-1416 adds num-gpus from the Ray container's first GPU limit
+# (utils.IsGPUResourceKey: a name ending in "gpu", or a MIG slice) and the TPU / Neuron limit as
+# a custom resource only where rayStartParams do not set them. Ray places GPU bundles by what
+# `ray start` declares, not by what the container's limit says. Only containers[0] (KubeRay's
+# RayContainerIndex) runs `ray start`.
+KUBERAY_RAY_START = (
+    "ray-project/kuberay@feeaf72 ray-operator/controllers/ray/common/pod.go:1390-1416, 1649-1675"
+)
+_RAY_CUSTOM_ACCELERATORS = {"google.com/tpu": "TPU", "aws.amazon.com/neuroncore": "neuron_cores"}
+_RAY_CONTAINER = re.compile(
+    r"^(.*/(?:headGroupSpec|workerGroupSpecs/\d+))/template/spec/containers/0$"
+)
+_MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
+
+
+def _ray_gpu_key(name: str) -> bool:
+    low = name.lower()
+    return low.endswith("gpu") or bool(_MIG.search(low))
+
+
+def _whole(value: Any) -> int | None:
+    """A count as `ray start` takes it (--num-gpus is an int): None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    try:
+        n = int(str(value).strip().strip("'\"` "))
+    except ValueError:
+        try:
+            f = float(str(value).strip().strip("'\"` "))
+        except ValueError:
+            return None
+        if f != int(f):
+            return None
+        n = int(f)
+    return n if 0 <= n <= 1_000_000 else None
+
+
+def _ray_resources(raw: Any) -> dict[str, Any]:
+    """rayStartParams `resources`: a JSON object, often quoted ('{"TPU": 4}')."""
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str) or len(raw) > 10_000:
+        return {}
+    try:
+        loaded = json.loads(raw.strip().strip("'\"` "))
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def ray_start_accelerators(group: dict[str, Any], container: dict[str, Any]) -> tuple[int, str]:
+    """(accelerators Ray declares on a KubeRay group's pods, where that count comes from) for
+    its Ray container, as KubeRay builds `ray start` (KUBERAY_RAY_START): the group's
+    `resources`, else rayStartParams num-gpus / resources, else the container's limit."""
+    params = _dict(group.get("rayStartParams"))
+    limits_ = _dict(_dict(container.get("resources")).get("limits"))
+    for name, value in _dict(group.get("resources")).items():
+        if _ray_gpu_key(str(name)) and _whole(value) is not None:
+            return _whole(value) or 0, f"the group's resources {name}: {value}"
+    custom = _ray_resources(params.get("resources"))
+    for name, value in _dict(group.get("resources")).items():
+        if str(name) in _RAY_CUSTOM_ACCELERATORS.values():
+            custom[str(name)] = value
+    if "num-gpus" in params:
+        n = _whole(params["num-gpus"])
+        if n is not None:
+            return n, f"rayStartParams num-gpus: {params['num-gpus']}"
+    for key in sorted(str(k) for k in limits_):
+        if _ray_gpu_key(key):
+            n = _whole(limits_[key])
+            return (n or 0), f"the container's {key} limit"
+    for key, ray_name in _RAY_CUSTOM_ACCELERATORS.items():
+        if ray_name in custom and _whole(custom[ray_name]) is not None:
+            return _whole(custom[ray_name]) or 0, f"rayStartParams resources {ray_name}"
+        if key in limits_:
+            return _whole(limits_[key]) or 0, f"the container's {key} limit"
+    return 0, "no accelerator limit or rayStartParams"
+
+
+def _pointer_get(obj: Any, ptr: str) -> Any:
+    node = obj
+    for raw in ptr.split("/")[1:]:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node.get(key)
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+def annotate_ray_nodes(obj: dict[str, Any], views: list[ContainerView]) -> None:
+    """Each view of a KubeRay group's Ray container (containers[0] of the head or a worker
+    group, and the Ray Serve / RayJob engines placed there) learns the accelerators Ray
+    declares on that pod, and says so where rayStartParams or the group's resources override
+    the container's limit."""
+    for view in views:
+        m = _RAY_CONTAINER.match(view.container_path)
+        if m is None:
+            continue
+        group = _dict(_pointer_get(obj, m.group(1)))
+        container = _dict(_pointer_get(obj, view.container_path))
+        count, source = ray_start_accelerators(group, container)
+        view.ray_accelerators = count
+        if not source.startswith("the container's") and not source.startswith("no "):
+            own = _container_accelerators(container)
+            if own != count:
+                view.notes.append(
+                    (
+                        "info",
+                        f"Ray declares {count} GPU(s) on this pod ({source}; the container asks "
+                        f"for {own}): Ray places the engine's GPU workers by that count "
+                        f"({KUBERAY_RAY_START})",
+                    )
+                )
+
+
+def _container_accelerators(container: dict[str, Any]) -> int:
+    for key, value in _dict(_dict(container.get("resources")).get("limits")).items():
+        if is_accelerator(str(key)):
+            return _whole(value) or 0
+    return 0
 
 
 def is_accelerator(resource: str) -> bool:

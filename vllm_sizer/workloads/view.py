@@ -56,3 +56,7 @@ class ContainerView:
     # a container that joins the Ray cluster of the object's engine head as a worker node
     # (KServe's predictor worker): linked to the head's Workload by the reader
     ray_worker_of_head: bool = False
+    # the accelerators Ray declares on this pod (`ray start --num-gpus`, KubeRay's rayStartParams
+    # or group resources over the container's limit: platforms.annotate_ray_nodes); None: not
+    # a KubeRay group's Ray container
+    ray_accelerators: int | None = None
