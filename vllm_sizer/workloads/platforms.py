@@ -45,6 +45,7 @@ from . import pyapp
 from .device import OTHER_ACCELERATORS
 from .expand import pointer
 from .limits import load_yaml
+from .model import RayPlacement
 from .view import ContainerView
 from .vllm_args import Severity
 
@@ -868,16 +869,20 @@ def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
     return "vllm" in text.lower() or "ray-llm" in worker_image.lower()
 
 
+# (engine name, model, vLLM flags, how they were read, its LLMConfig when ray.serve.llm's)
+_Engine = tuple[str, str | None, list[str], str, dict[str, Any] | None]
+
+
 def _serve_engines(
     app: dict[str, Any],
     worker_image: str,
     files: dict[str, str] | None = None,
     mounted: set[str] | None = None,
-) -> list[tuple[str, str | None, list[str], str]]:
-    """(engine name, model, vLLM flags, how they were read) for each vLLM engine an
+) -> list[_Engine]:
+    """(engine name, model, vLLM flags, how they were read, LLMConfig) for each vLLM engine an
     application starts: ray.serve.llm's llm_configs, else the app's module when a ConfigMap the
     Ray pods mount holds it, else its runtime_env variables read by name."""
-    out: list[tuple[str, str | None, list[str], str]] = []
+    out: list[_Engine] = []
     for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
         llm = _dict(llm)
         loading = _dict(llm.get("model_loading_config"))
@@ -894,7 +899,9 @@ def _serve_engines(
                 f", which is a {type(raw_kwargs).__name__}, not a mapping: its engine "
                 "arguments are unknown (vLLM's defaults are read)"
             )
-        out.append((name, source if isinstance(source, str) else None, _kwargs_flags(kwargs), how))
+        out.append(
+            (name, source if isinstance(source, str) else None, _kwargs_flags(kwargs), how, llm)
+        )
     if out or str(app.get("import_path") or "").startswith("ray.serve.llm"):
         return out
     env_vars = _dict(_dict(app.get("runtime_env")).get("env_vars"))
@@ -905,10 +912,12 @@ def _serve_engines(
         engines = _py_engines(source, env, f"{module}.py (a ConfigMap the Ray pods mount)")
         if engines:
             name = str(app.get("name") or "app")
-            return [(name if len(engines) == 1 else f"{name}/{e[0]}", *e[1:]) for e in engines]
+            return [
+                (name if len(engines) == 1 else f"{name}/{e[0]}", *e[1:], None) for e in engines
+            ]
     published = _published_app(app, worker_image, mounted)
     if published is not None:
-        return [published]
+        return [(*published, None)]
     if not _is_vllm_app(app, worker_image):
         return []
     model: str | None = None
@@ -928,7 +937,7 @@ def _serve_engines(
         "(import_path " + str(app.get("import_path") or "?") + ") is not visible, so what it "
         "does not take from them is read as vLLM's default"
     )
-    return [(str(app.get("name") or "app"), model, flags, how)]
+    return [(str(app.get("name") or "app"), model, flags, how, None)]
 
 
 def read_ray_serve_llm(
@@ -1043,18 +1052,16 @@ def read_ray_job(
         env_vars = _dict(runtime_env.get("env_vars"))
         env = {str(k): str(v) for k, v in env_vars.items() if isinstance(v, (str, int, float))}
     engines = _py_engines(source, env, f"the job's entrypoint ({entry[:80]})")
-    return _ray_engine_views(obj, engines, "The RayJob")
+    return _ray_engine_views(obj, [(*e, None) for e in engines], "The RayJob")
 
 
-def _ray_engine_views(
-    obj: dict[str, Any], engines: list[tuple[str, str | None, list[str], str]], who: str
-) -> list[ContainerView]:
+def _ray_engine_views(obj: dict[str, Any], engines: list[_Engine], who: str) -> list[ContainerView]:
     cluster, base = ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
     c, ptr, pod = target if target else ({}, "", {})
     worker = str(c.get("name") or "")
     views: list[ContainerView] = []
-    for name, model, flags, how in engines:
+    for name, model, flags, how, llm in engines:
         view_name = worker if worker and len(engines) == 1 else f"{worker or 'ray'}/{name}"
         if model is None:  # vLLM's default model would be a guess: the app's code picks one
             views.append(
@@ -1100,17 +1107,9 @@ def _ray_engine_views(
             ),
             ("error" if "not a mapping" in how else "info", f"engine arguments from {how}"),
         ]
-        if on_worker and len(engines) > 1:
-            notes.append(
-                (
-                    "warning",
-                    f"{len(engines)} engines share worker group {worker}: Ray places each "
-                    "engine's replica and GPU workers wherever their bundles fit, so one pod may "
-                    "hold several of them (up to its GPUs): each estimate is one engine's share "
-                    "of a pod, and the pod's worst case is the sum of the engines its GPUs can "
-                    "hold together",
-                )
-            )
+        placement = (
+            ray_serve_placement(llm, name, worker) if on_worker and llm is not None else None
+        )
         views.append(
             ContainerView(
                 # named after the worker container that runs it (one engine), else per engine
@@ -1123,9 +1122,82 @@ def _ray_engine_views(
                 pods_sized_at_creation=False,
                 notes=notes,
                 node_role="replica" if on_worker else None,
+                ray_placement=placement,
             )
         )
     return views
+
+
+# Ray Serve's replica counts (ray-project/ray@570dadc python/ray/serve/config.py
+# AutoscalingConfig: min_replicas 1, max_replicas 1 unless set) and Ray Serve LLM's defaults
+# (ray@01c8975 python/ray/llm/_internal/serve/core/server/builder.py DEFAULT_DEPLOYMENT_OPTIONS:
+# an autoscaling_config with only target_ongoing_requests, so one replica unless the
+# LLMConfig's deployment_config says more)
+RAY_SERVE_REPLICAS_SOURCE = (
+    "ray@570dadc python/ray/serve/config.py AutoscalingConfig, ray@01c8975 "
+    "python/ray/llm/_internal/serve/core/server/builder.py DEFAULT_DEPLOYMENT_OPTIONS"
+)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _gpus(bundle: Any) -> float | None:
+    """A bundle's accelerators (GPU, or TPU for a TPU engine); None: not a number."""
+    b = _dict(bundle)
+    total = 0.0
+    for key in ("GPU", "TPU"):
+        v = b.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            return None
+        total += float(v)
+    return total
+
+
+def ray_serve_placement(llm: dict[str, Any], engine: str, container: str) -> RayPlacement:
+    """How Ray Serve places one LLMConfig's replicas: how many may run (num_replicas,
+    autoscaling_config max_replicas, Ray Serve LLM's default of one), the accelerators of each
+    replica's placement group (placement_group_config when set, else one per GPU worker), the
+    replica actor's own GPUs (ray_actor_options), max_replicas_per_node and accelerator_type."""
+    dc = _dict(llm.get("deployment_config"))
+    n, auto = dc.get("num_replicas"), dc.get("autoscaling_config")
+    replicas: int | None
+    if _count(n) is not None:
+        replicas, source = _count(n), f"num_replicas {n}"
+    elif n == "auto":
+        replicas = None
+        source = 'num_replicas "auto" (autoscaled: bounded here by the pod\'s accelerators only)'
+    elif isinstance(auto, dict) and _count(auto.get("max_replicas")) is not None:
+        replicas = _count(auto.get("max_replicas"))
+        source = f"autoscaling_config max_replicas {replicas}"
+    else:
+        replicas = 1
+        source = f"one replica: Ray Serve's defaults ({RAY_SERVE_REPLICAS_SOURCE})"
+    pgc = _dict(llm.get("placement_group_config"))
+    replica_acc = worker_acc = None
+    if pgc.get("bundle_per_worker") is not None:
+        worker_acc = _gpus(pgc.get("bundle_per_worker"))
+    elif isinstance(pgc.get("bundles"), list):
+        each = [_gpus(b) for b in pgc["bundles"]]
+        replica_acc = None if any(g is None for g in each) else sum(g or 0.0 for g in each)
+    actor = _dict(dc.get("ray_actor_options")).get("num_gpus", 0)
+    actor_acc = (
+        float(actor) if isinstance(actor, (int, float)) and not isinstance(actor, bool) else 0.0
+    )
+    per_node = _count(dc.get("max_replicas_per_node"))
+    kind = llm.get("accelerator_type")
+    return RayPlacement(
+        engine=engine,
+        container=container,
+        replicas=replicas,
+        replicas_source=source,
+        replica_accelerators=replica_acc,
+        worker_accelerators=worker_acc,
+        actor_accelerators=max(actor_acc, 0.0),
+        max_per_node=per_node if per_node else None,
+        accelerator_type=str(kind) if isinstance(kind, str) and kind else None,
+    )
 
 
 # ------------------------------------------------------------------ KAITO Workspace

@@ -1581,7 +1581,11 @@ def _bare(
 
 
 def _view_fields(view: ContainerView) -> dict[str, Any]:
+    placement = view.ray_placement
+    if placement is not None and view.ray_accelerators is not None:
+        placement = dataclasses.replace(placement, pod_accelerators=view.ray_accelerators)
     return dict(
+        ray_placement=placement,
         patchable=view.patchable,
         pods_sized_at_creation=view.pods_sized_at_creation,
         labels_path=view.labels_path,

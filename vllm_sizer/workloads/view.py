@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .model import RayPlacement
 from .vllm_args import Severity
 
 
@@ -60,3 +61,5 @@ class ContainerView:
     # or group resources over the container's limit: platforms.annotate_ray_nodes); None: not
     # a KubeRay group's Ray container
     ray_accelerators: int | None = None
+    # a Ray Serve engine's replica placement (Workload.ray_placement)
+    ray_placement: RayPlacement | None = None
