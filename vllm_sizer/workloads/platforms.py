@@ -638,7 +638,8 @@ def _gpu_group(
         )
     for c, ptr, pod, group in candidates:
         if group:  # the Ray container: what `ray start` declares
-            if ray_start_accelerators(group, c)[0] > 0:
+            count = ray_start_accelerators(group, c)[0]
+            if (_container_accelerators(c) if count is None else count) > 0:
                 return c, ptr, pod
         elif _container_accelerators(c) > 0:
             return c, ptr, pod
@@ -650,14 +651,13 @@ def _gpu_group(
 # rayStartParams (updateRayStartParamsResources :1649-1675, called for the head :229 and each
 # worker group :664: a GPU key sets num-gpus, other names go to --resources), then
 # generateRayStartCommand :1390-1416 adds num-gpus from the Ray container's first GPU limit
-# (utils.IsGPUResourceKey: a name ending in "gpu", or a MIG slice) and the TPU / Neuron limit as
-# a custom resource only where rayStartParams do not set them. Ray places GPU bundles by what
+# (utils.IsGPUResourceKey: a name ending in "gpu", or a MIG slice); TPU / Neuron limits go to
+# --resources as custom resources (not read here). Ray places GPU bundles by what
 # `ray start` declares, not by what the container's limit says. Only containers[0] (KubeRay's
 # RayContainerIndex) runs `ray start`.
 KUBERAY_RAY_START = (
     "ray-project/kuberay@feeaf72 ray-operator/controllers/ray/common/pod.go:1390-1416, 1649-1675"
 )
-_RAY_CUSTOM_ACCELERATORS = {"google.com/tpu": "TPU", "aws.amazon.com/neuroncore": "neuron_cores"}
 _RAY_CONTAINER = re.compile(
     r"^(.*/(?:headGroupSpec|workerGroupSpecs/\d+))/template/spec/containers/0$"
 )
@@ -686,46 +686,29 @@ def _whole(value: Any) -> int | None:
     return n if 0 <= n <= 1_000_000 else None
 
 
-def _ray_resources(raw: Any) -> dict[str, Any]:
-    """rayStartParams `resources`: a JSON object, often quoted ('{"TPU": 4}')."""
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str) or len(raw) > 10_000:
-        return {}
-    try:
-        loaded = json.loads(raw.strip().strip("'\"` "))
-    except ValueError:
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
-def ray_start_accelerators(group: dict[str, Any], container: dict[str, Any]) -> tuple[int, str]:
-    """(accelerators Ray declares on a KubeRay group's pods, where that count comes from) for
-    its Ray container, as KubeRay builds `ray start` (KUBERAY_RAY_START): the group's
-    `resources`, else rayStartParams num-gpus / resources, else the container's limit."""
+def ray_start_accelerators(
+    group: dict[str, Any], container: dict[str, Any]
+) -> tuple[int | None, str]:
+    """(GPUs Ray declares on a KubeRay group's pods, where that count comes from) for its Ray
+    container, as KubeRay builds `ray start` (KUBERAY_RAY_START): the group's `resources`, else
+    rayStartParams num-gpus, else the container's first GPU limit. None: no GPU count reaches
+    `ray start` (a TPU or Neuron pod: KubeRay passes those as custom resources in other units,
+    so their ranks stay the container's own count)."""
     params = _dict(group.get("rayStartParams"))
     limits_ = _dict(_dict(container.get("resources")).get("limits"))
     for name, value in _dict(group.get("resources")).items():
         if _ray_gpu_key(str(name)) and _whole(value) is not None:
             return _whole(value) or 0, f"the group's resources {name}: {value}"
-    custom = _ray_resources(params.get("resources"))
-    for name, value in _dict(group.get("resources")).items():
-        if str(name) in _RAY_CUSTOM_ACCELERATORS.values():
-            custom[str(name)] = value
     if "num-gpus" in params:
         n = _whole(params["num-gpus"])
         if n is not None:
             return n, f"rayStartParams num-gpus: {params['num-gpus']}"
     for key in sorted(str(k) for k in limits_):
         if _ray_gpu_key(key):
-            n = _whole(limits_[key])
-            return (n or 0), f"the container's {key} limit"
-    for key, ray_name in _RAY_CUSTOM_ACCELERATORS.items():
-        if ray_name in custom and _whole(custom[ray_name]) is not None:
-            return _whole(custom[ray_name]) or 0, f"rayStartParams resources {ray_name}"
-        if key in limits_:
-            return _whole(limits_[key]) or 0, f"the container's {key} limit"
-    return 0, "no accelerator limit or rayStartParams"
+            return (_whole(limits_[key]) or 0), f"the container's {key} limit"
+    if any(is_accelerator(str(k)) for k in limits_):
+        return None, "an accelerator Ray counts as a custom resource"
+    return 0, "no GPU limit or rayStartParams num-gpus"
 
 
 def _pointer_get(obj: Any, ptr: str) -> Any:
@@ -754,7 +737,7 @@ def annotate_ray_nodes(obj: dict[str, Any], views: list[ContainerView]) -> None:
         container = _dict(_pointer_get(obj, view.container_path))
         count, source = ray_start_accelerators(group, container)
         view.ray_accelerators = count
-        if not source.startswith("the container's") and not source.startswith("no "):
+        if count is not None and source.startswith(("rayStartParams", "the group's")):
             own = _container_accelerators(container)
             if own != count:
                 view.notes.append(
