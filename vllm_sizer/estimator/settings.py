@@ -150,25 +150,11 @@ class EngineSettings(BaseModel):
             raise ValueError(f"data_parallel_size_local must be ≥ 1, got {v}")
         return v
 
-    @field_validator("nodes")
+    @field_validator("nodes", "nnodes")
     @classmethod
     def _node(cls, v: int | None, info: ValidationInfo) -> int | None:
         if v is not None and v < 1:
             raise ValueError(f"{info.field_name} must be ≥ 1, got {v}")
-        return v
-
-    @field_validator("nnodes")
-    @classmethod
-    def _nnodes(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError(f"nnodes must be ≥ 1, got {v}")
-        return v
-
-    @field_validator("node_rank")
-    @classmethod
-    def _node_rank(cls, v: int | None) -> int | None:
-        if v is not None and v < 0:
-            raise ValueError(f"node_rank must be ≥ 0, got {v}")
         return v
 
     @field_validator("local_ranks")
@@ -178,11 +164,11 @@ class EngineSettings(BaseModel):
             raise ValueError(f"local_ranks must be ≥ 0, got {v}")
         return v
 
-    @field_validator("data_parallel_rank")
+    @field_validator("data_parallel_rank", "node_rank")
     @classmethod
-    def _rank(cls, v: int | None) -> int | None:
+    def _rank(cls, v: int | None, info: ValidationInfo) -> int | None:
         if v is not None and v < 0:
-            raise ValueError(f"data_parallel_rank must be ≥ 0, got {v}")
+            raise ValueError(f"{info.field_name} must be ≥ 0, got {v}")
         return v
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
