@@ -257,6 +257,10 @@ def json_rows(r: ObjectDecision) -> list[dict[str, Any]]:
                     "dtype": rep.resolved.dtype if rep else (s.dtype if s else None),
                 },
                 "estimate": rep.model_dump(mode="json") if rep else None,
+                # a Ray worker pod's total over the engine replicas it may hold (policy/pods.py)
+                "pod_parts": [
+                    {"engine": e, "replicas": n, "bytes_each": b} for e, n, b in d.pod_parts
+                ],
                 "limit_bytes_before": d.limit_before,
                 "limit_bytes_after": d.limit_after,
                 "diagnostics": [str(x) for x in d.workload.diagnostics],
@@ -275,14 +279,16 @@ def render_text(results: list[ObjectDecision]) -> str:
             lines.append(f"{ident}: not a vLLM workload, untouched")
             continue
         lines.append(f"{ident}: {r.verdict.upper()}")
+        width = max([20, *(len(d.workload.container) + 2 for d in r.containers)])
         lines.append(
-            f"  {'container':<20}{'verdict':<9}{'estimate':>10}{'limit':>10}{'→ new':>10}  model"
+            f"  {'container':<{width}}{'verdict':<9}{'estimate':>10}{'limit':>10}{'→ new':>10}"
+            "  model"
         )
         for d in r.containers:
             est = gi(d.report.total_memory_bytes) if d.report else "-"
             after = gi(d.limit_after) if d.limit_after != d.limit_before else ""
             lines.append(
-                f"  {d.workload.container:<20}{d.verdict:<9}{est:>10}"
+                f"  {d.workload.container:<{width}}{d.verdict:<9}{est:>10}"
                 f"{gi(d.limit_before):>10}{after:>10}  {d.workload.model or '?'}"
             )
         if r.verdict == "deny":

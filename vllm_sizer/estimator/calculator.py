@@ -220,12 +220,17 @@ def build_report(
         )
         device_total, fits = None, None
     else:
-        if settings.node_role is not None:
+        role = settings.node_position
+        if role is not None:
             local, why = node_ranks(
-                ws * r.engines, nodes=settings.nodes, local_ranks=settings.local_ranks
+                ws * r.engines,
+                nodes=settings.mp_nodes or settings.nodes,
+                # vLLM's mp executor runs world size / nnodes workers on each node, whatever
+                # the pod's GPUs (0.33.0:vllm/config/parallel.py:839-840 local_world_size)
+                local_ranks=None if settings.mp_nodes else settings.local_ranks,
             )
             notes.append(
-                f"multi-node {settings.node_role} pod: host terms for this node only ({why}); "
+                f"multi-node {role} pod: host terms for this node only ({why}); "
                 "the device side is per GPU as on one node"
             )
         ht = host_terms(
@@ -252,8 +257,9 @@ def build_report(
             device=r.device,
             dev_shm_memory=settings.dev_shm_memory or settings.dev_shm_bytes is not None,
             dev_shm_bytes=settings.dev_shm_bytes,
-            node_role=settings.node_role,
+            node_role=settings.node_position,
             local_ranks=local,
+            ray=not settings.mp_nodes,
         )
         procs = ht.processes
         for name, n, enters, source in ht.terms:
@@ -290,7 +296,11 @@ def build_report(
     if settings.dev_shm_memory or settings.dev_shm_bytes:
         # A memory-backed /dev/shm is charged as vLLM writes it, never beyond its sizeLimit.
         mq, parts = C.dev_shm_message_queue_bytes(
-            r.device, r.tensor_parallel_size, r.pipeline_parallel_size, node_ranks=local
+            r.device,
+            r.tensor_parallel_size,
+            r.pipeline_parallel_size,
+            # the mp executor's nodes keep the multiproc message queue (an upper bound here)
+            node_ranks=None if settings.mp_nodes else local,
         )
         cap = settings.dev_shm_bytes
         shm = min(mq, cap) if cap else mq

@@ -195,6 +195,7 @@ def host_terms(
     dev_shm_bytes: int | None = None,
     node_role: str | None = None,
     local_ranks: int | None = None,
+    ray: bool = True,
 ) -> HostTerms:
     """`dp`: the engines this pod runs (settings.local_engines); `data_parallel_size`: the
     global --data-parallel-size (defaults to `dp`). `node_role` "leader" / "worker": one node
@@ -204,7 +205,9 @@ def host_terms(
     workers = ws * dp
     if node_role is not None and local_ranks is not None:
         workers = min(local_ranks, workers)
-    if node_role == "worker":
+    if node_role == "worker" and not ray:
+        _mp_worker_node(h, workers, ws * dp)
+    elif node_role == "worker":
         _ray_worker_node(h, workers, ws * dp)
     else:
         _front_processes(
@@ -219,11 +222,16 @@ def host_terms(
             first_rank=first_rank,
             moe=moe,
         )
-        if node_role == "leader":
-            ray = C.RAY_NODE_PROCESSES_BYTES.value + C.RAY_HEAD_EXTRA_BYTES.value
+        if node_role == "leader" and not ray:
+            h.notes.append(
+                f"multi-node leader (vLLM's mp executor, --nnodes: no Ray): the API server and "
+                f"engine core run here with {workers} of the engine's {ws * dp} GPU worker(s)"
+            )
+        elif node_role == "leader":
+            ray_bytes = C.RAY_NODE_PROCESSES_BYTES.value + C.RAY_HEAD_EXTRA_BYTES.value
             h.add(
                 "ray_node_processes",
-                ray,
+                ray_bytes,
                 "sum",
                 f"Ray head of a multi-node engine ({workers} of its {ws * dp} rank(s) here): "
                 f"node processes {C.RAY_NODE_PROCESSES_BYTES.value / GiB:g} GiB "
@@ -272,6 +280,25 @@ def host_terms(
         dev_shm_bytes=dev_shm_bytes,
     )
     return h
+
+
+def _mp_worker_node(h: HostTerms, workers: int, ranks: int) -> None:
+    """A node rank > 0 of vLLM's own multi-node launch (--nnodes, --headless): one process that
+    holds the multiproc executor of its local GPU workers, no API server or engine core, no
+    Ray (0.33.0:vllm/entrypoints/cli/serve.py:218-231 run_headless: MultiprocExecutor with
+    monitor_workers=False)."""
+    h.processes = Processes(0, False, 0, False, "mp multi-node worker: its executor only")
+    h.add(
+        "runtime_overhead",
+        C.EXTRA_PROCESS_BYTES.value,
+        "sum",
+        f"the headless executor process of a multi-node worker ({workers} of the engine's "
+        f"{ranks} rank(s) here): {C.EXTRA_PROCESS_BYTES.source}",
+    )
+    h.notes.append(
+        f"multi-node worker (vLLM's mp executor, --nnodes): its executor process and {workers} "
+        f"GPU worker(s) of the engine's {ranks} (the API server and engine core run on node 0)"
+    )
 
 
 def _ray_worker_node(h: HostTerms, workers: int, ranks: int) -> None:

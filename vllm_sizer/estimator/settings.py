@@ -91,7 +91,30 @@ class EngineSettings(BaseModel):
     # its engine core share the placement group's first bundle with a GPU worker) beside its
     # ranks and Ray's node processes, but not the Ray head. None: one node.
     node_role: Literal["leader", "worker", "replica"] | None = None
+
+    @property
+    def mp_nodes(self) -> int | None:
+        """The nodes of an engine launched with vLLM's own multi-node mp executor (--nnodes
+        > 1: no Ray), else None."""
+        return self.nnodes if self.nnodes is not None and self.nnodes > 1 else None
+
+    @property
+    def node_position(self) -> Literal["leader", "worker", "replica"] | None:
+        """This pod's role in a multi-node engine: the reader's (a platform's layout), else
+        vLLM's --node-rank under --nnodes (rank 0, or an unknown rank, the leader: the larger)."""
+        if self.node_role is not None:
+            return self.node_role
+        if self.mp_nodes:
+            return "worker" if (self.node_rank or 0) > 0 else "leader"
+        return None
+
     nodes: int | None = None  # nodes of the engine (the LWS size), when known
+    # vLLM's own multi-node launch without Ray (--nnodes / --node-rank, the mp executor:
+    # 0.33.0:vllm/config/parallel.py:323-326; engine/arg_utils.py:2399-2421 local world size
+    # = world size / nnodes; entrypoints/cli/serve.py:218-231 a headless node rank > 0 runs
+    # only its local workers' executor)
+    nnodes: int | None = None
+    node_rank: int | None = None
     # GPUs (ranks) of this pod; default tp·pp / nodes. 0: a head that runs the engine's front
     # processes and the Ray head with no GPU (its ranks all on worker pods)
     local_ranks: int | None = None
@@ -127,7 +150,7 @@ class EngineSettings(BaseModel):
             raise ValueError(f"data_parallel_size_local must be ≥ 1, got {v}")
         return v
 
-    @field_validator("nodes")
+    @field_validator("nodes", "nnodes")
     @classmethod
     def _node(cls, v: int | None, info: ValidationInfo) -> int | None:
         if v is not None and v < 1:
@@ -141,11 +164,11 @@ class EngineSettings(BaseModel):
             raise ValueError(f"local_ranks must be ≥ 0, got {v}")
         return v
 
-    @field_validator("data_parallel_rank")
+    @field_validator("data_parallel_rank", "node_rank")
     @classmethod
-    def _rank(cls, v: int | None) -> int | None:
+    def _rank(cls, v: int | None, info: ValidationInfo) -> int | None:
         if v is not None and v < 0:
-            raise ValueError(f"data_parallel_rank must be ≥ 0, got {v}")
+            raise ValueError(f"{info.field_name} must be ≥ 0, got {v}")
         return v
 
     @field_validator("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")

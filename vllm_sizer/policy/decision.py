@@ -40,6 +40,8 @@ class ContainerDecision:
     fitting_tokens: int | None = None  # largest --max-num-batched-tokens within the current limit
     # when no --max-num-batched-tokens fits: the other single changes that do, (what, value)
     levers: list[tuple[str, str]] = field(default_factory=list)
+    # a Ray worker pod's total (policy/pods.py): (engine, replicas, bytes each) per engine
+    pod_parts: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def decide_container(

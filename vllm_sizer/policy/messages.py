@@ -15,6 +15,7 @@ from ..workloads.model import Workload
 
 if TYPE_CHECKING:
     from .decision import ContainerDecision
+    from .pods import Part
 
 KV_ENV_NAME = "VLLM_CPU_KVCACHE_SPACE"
 
@@ -56,6 +57,15 @@ def role(w: Workload) -> str:
     if r == "replica":
         return " (Ray worker with the engine)"
     return f" (multi-node {r})" if r else ""
+
+
+def pod_total(w: Workload, parts: list[Part], ray: int, total: int, note: str) -> str:
+    """Each engine's part of a Ray worker pod's total (policy/pods.py)."""
+    each = " + ".join(
+        f"{p.count} × {p.engine} {gi(p.each)}" if p.count > 1 else f"{p.engine} {gi(p.each)}"
+        for p in parts
+    )
+    return f"{w.container}: {each} + Ray's node processes {gi(ray)} = {gi(total)}: {note}"
 
 
 def _who(w: Workload) -> str:

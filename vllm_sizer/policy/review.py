@@ -36,6 +36,7 @@ from ..workloads.reader import skip_requested
 from ..workloads.vllm_args import Diagnostic
 from . import messages
 from .decision import KV_ENV, ContainerDecision, Verdict, decide_container
+from .pods import pod_decisions
 from .settings import MODES, Mode, PolicySettings, parse_headroom, parse_mode
 
 # The annotations a review writes (a controller adds its own: operator/controller/sizing.py)
@@ -394,6 +395,8 @@ def review_object(
             if diag.severity in ("error", "warning") and diag is not said:
                 d.warnings.append(f"{w.container}: {diag}")
         result.containers.append(d)
+    # a Ray worker pod that holds several engine replicas: their sum, decided as the pod's
+    result.containers = pod_decisions(result.containers, policy, mode, headroom)
     result.verdict = max((d.verdict for d in result.containers), key=_RANK.__getitem__)
     denials = [d.message for d in result.containers if d.verdict == "deny"]
     result.message = " ".join(denials)

@@ -419,7 +419,12 @@ def _model_view(
                 "info",
                 "multi-node predictor: KServe sets "
                 + ", ".join(f"{e['name']}={e['value']}" for e in sizes)
-                + "; the estimate is the head pod's: its own GPUs' ranks and the Ray head",
+                + "; the estimate is the head pod's: its own GPUs' ranks"
+                + (
+                    " (vLLM's mp executor: no Ray)"
+                    if str(_dict(rt_spec.get("annotations")).get(MP_BACKEND_ANNOTATION, "")) == "mp"
+                    else " and the Ray head"
+                ),
             )
         )
     merged["envFrom"] = _list(rc.get("envFrom")) + _list(model.get("envFrom"))
@@ -648,7 +653,19 @@ def _worker_view(
         **{k: v for k, v in isvc_worker.items() if k != "containers"},
     }
     pod_spec["volumes"] = _list(rt_worker.get("volumes")) + _list(isvc_worker.get("volumes"))
-    notes: list[tuple[Severity, str]] = [
+    notes: list[tuple[Severity, str]] = (
+        [
+            (
+                "info",
+                f"the runtime's {MP_BACKEND_ANNOTATION}: mp: KServe runs {nodes} node(s) of vLLM's "
+                "own multi-node launch (no Ray); these worker pods are node ranks 1.. of the head's "
+                "engine, each running its own command line",
+            )
+        ]
+        if mp
+        else []
+    )
+    notes += [
         (
             "info",
             f"KServe's worker Deployment {meta.get('name') or '?'}-predictor-worker: "
@@ -695,7 +712,12 @@ def _worker_view(
         patchable=patchable,
         pods_sized_at_creation=False,
         injected_env=("HEAD_SVC", "WORKER_SVC", "POD_NAMESPACE", "POD_NAME", "POD_IP"),
-        ray_worker_of_head=True,
+        # Ray: the worker only joins the head's Ray cluster (linked to the head's engine by the
+        # reader); mp: it runs its own `vllm serve --nnodes N --headless` as a node rank > 0
+        # of the head's engine (the head is node 0), read from its own command line
+        ray_worker_of_head=not mp,
+        node_role="worker" if mp else None,
+        multinode_nodes=nodes if mp else None,
     )
 
 

@@ -13,6 +13,28 @@ from .vllm_args import Diagnostic
 ModelConfigSource = Literal["annotation", "catalog", "resolver", "none"]
 
 
+@dataclass(frozen=True)
+class RayPlacement:
+    """What Ray Serve needs to place one engine's replicas on a Ray worker group's pods, as
+    the RayService says it (platforms.read_ray_serve_llm); the pod total that follows from it
+    is decided in policy/pods.py. Each replica is a placement group of one accelerator bundle
+    per GPU worker (tp·pp, the replica actor merged into the first: ray-project/ray@898d8a70
+    python/ray/llm/_internal/serve/core/server/llm_server.py get_deployment_options)."""
+
+    engine: str  # the engine's name (model id or app name)
+    container: str  # the worker group's Ray container the engine lands in
+    replicas: int | None  # the most replicas the config lets run; None: not bounded by it
+    replicas_source: str
+    # accelerators per replica from the LLMConfig's placement_group_config (bundles' total),
+    # or per GPU worker (bundle_per_worker, × tp·pp); None: one per worker (Ray's default)
+    replica_accelerators: float | None = None
+    worker_accelerators: float | None = None
+    actor_accelerators: float = 0.0  # ray_actor_options num_gpus, merged into the first bundle
+    max_per_node: int | None = None  # deployment_config max_replicas_per_node
+    accelerator_type: str | None = None  # a node holds one type: engines of two never share one
+    pod_accelerators: int | None = None  # what Ray declares on each pod of the group (reader)
+
+
 @dataclass
 class Workload:
     """One vLLM container of one object, with everything sizing needs."""
@@ -79,6 +101,8 @@ class Workload:
     patch_blocked: str | None = None
     env_unknown: list[str] = field(default_factory=list)  # env names set from valueFrom
     env_from: list[str] = field(default_factory=list)  # envFrom sources: may set any name
+    # a Ray Serve engine on a Ray worker group: how its replicas are placed (policy/pods.py)
+    ray_placement: RayPlacement | None = None
 
 
 @dataclass

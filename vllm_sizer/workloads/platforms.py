@@ -45,6 +45,7 @@ from . import pyapp
 from .device import OTHER_ACCELERATORS
 from .expand import pointer
 from .limits import load_yaml
+from .model import RayPlacement
 from .view import ContainerView
 from .vllm_args import Severity
 
@@ -609,9 +610,10 @@ def _py_engines(
 def _gpu_group(
     cluster: dict[str, Any], base: tuple[str, ...]
 ) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
-    """(container, container pointer, pod spec) of the first worker group container that asks
-    for accelerators, else the first worker container, else the head's."""
-    candidates: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
+    """(container, container pointer, pod spec) of the first worker group whose Ray container
+    Ray declares accelerators on (ray_start_accelerators: rayStartParams may say more or fewer
+    than the container's limit), else the first worker container, else the head's."""
+    candidates: list[tuple[dict[str, Any], str, dict[str, Any], dict[str, Any]]] = []
     for i, group in enumerate(_list(cluster.get("workerGroupSpecs"))):
         pod = _dict(_dict(_dict(group).get("template")).get("spec"))
         for j, c in enumerate(_list(pod.get("containers"))):
@@ -620,18 +622,139 @@ def _gpu_group(
                     _dict(c),
                     pointer(*base, "workerGroupSpecs", i, "template", "spec", "containers", j),
                     pod,
+                    _dict(group) if j == 0 else {},
                 )
             )
-    head = _dict(_dict(_dict(cluster.get("headGroupSpec")).get("template")).get("spec"))
+    head_group = _dict(cluster.get("headGroupSpec"))
+    head = _dict(_dict(head_group.get("template")).get("spec"))
     for j, c in enumerate(_list(head.get("containers"))):
         candidates.append(
-            (_dict(c), pointer(*base, "headGroupSpec", "template", "spec", "containers", j), head)
+            (
+                _dict(c),
+                pointer(*base, "headGroupSpec", "template", "spec", "containers", j),
+                head,
+                head_group if j == 0 else {},
+            )
         )
-    for c, ptr, pod in candidates:
-        limits = _dict(_dict(c.get("resources")).get("limits"))
-        if any(is_accelerator(k) for k in limits):
+    for c, ptr, pod, group in candidates:
+        if group:  # the Ray container: what `ray start` declares
+            count = ray_start_accelerators(group, c)[0]
+            if (_container_accelerators(c) if count is None else count) > 0:
+                return c, ptr, pod
+        elif _container_accelerators(c) > 0:
             return c, ptr, pod
-    return candidates[0] if candidates else None
+    return candidates[0][:3] if candidates else None
+
+
+# KubeRay's `ray start` accelerator flags (ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229
+# ray-operator/controllers/ray/common/pod.go): the group's top-level `resources` overwrite
+# rayStartParams (updateRayStartParamsResources :1649-1675, called for the head :229 and each
+# worker group :664: a GPU key sets num-gpus, other names go to --resources), then
+# generateRayStartCommand :1390-1416 adds num-gpus from the Ray container's first GPU limit
+# (utils.IsGPUResourceKey: a name ending in "gpu", or a MIG slice); TPU / Neuron limits go to
+# --resources as custom resources (not read here). Ray places GPU bundles by what
+# `ray start` declares, not by what the container's limit says. Only containers[0] (KubeRay's
+# RayContainerIndex) runs `ray start`.
+KUBERAY_RAY_START = (
+    "ray-project/kuberay@feeaf72 ray-operator/controllers/ray/common/pod.go:1390-1416, 1649-1675"
+)
+_RAY_CONTAINER = re.compile(
+    r"^(.*/(?:headGroupSpec|workerGroupSpecs/\d+))/template/spec/containers/0$"
+)
+_MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
+
+
+def _ray_gpu_key(name: str) -> bool:
+    low = name.lower()
+    return low.endswith("gpu") or bool(_MIG.search(low))
+
+
+def _whole(value: Any) -> int | None:
+    """A count as `ray start` takes it (--num-gpus is an int): None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    try:
+        n = int(str(value).strip().strip("'\"` "))
+    except ValueError:
+        try:
+            f = float(str(value).strip().strip("'\"` "))
+        except ValueError:
+            return None
+        if f != int(f):
+            return None
+        n = int(f)
+    return n if 0 <= n <= 1_000_000 else None
+
+
+def ray_start_accelerators(
+    group: dict[str, Any], container: dict[str, Any]
+) -> tuple[int | None, str]:
+    """(GPUs Ray declares on a KubeRay group's pods, where that count comes from) for its Ray
+    container, as KubeRay builds `ray start` (KUBERAY_RAY_START): the group's `resources`, else
+    rayStartParams num-gpus, else the container's first GPU limit. None: no GPU count reaches
+    `ray start` (a TPU or Neuron pod: KubeRay passes those as custom resources in other units,
+    so their ranks stay the container's own count)."""
+    params = _dict(group.get("rayStartParams"))
+    limits_ = _dict(_dict(container.get("resources")).get("limits"))
+    for name, value in _dict(group.get("resources")).items():
+        if _ray_gpu_key(str(name)) and _whole(value) is not None:
+            return _whole(value) or 0, f"the group's resources {name}: {value}"
+    if "num-gpus" in params:
+        n = _whole(params["num-gpus"])
+        if n is not None:
+            return n, f"rayStartParams num-gpus: {params['num-gpus']}"
+    for key in sorted(str(k) for k in limits_):
+        if _ray_gpu_key(key):
+            return (_whole(limits_[key]) or 0), f"the container's {key} limit"
+    if any(is_accelerator(str(k)) for k in limits_):
+        return None, "an accelerator Ray counts as a custom resource"
+    return 0, "no GPU limit or rayStartParams num-gpus"
+
+
+def _pointer_get(obj: Any, ptr: str) -> Any:
+    node = obj
+    for raw in ptr.split("/")[1:]:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node.get(key)
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+def annotate_ray_nodes(obj: dict[str, Any], views: list[ContainerView]) -> None:
+    """Each view of a KubeRay group's Ray container (containers[0] of the head or a worker
+    group, and the Ray Serve / RayJob engines placed there) learns the accelerators Ray
+    declares on that pod, and says so where rayStartParams or the group's resources override
+    the container's limit."""
+    for view in views:
+        m = _RAY_CONTAINER.match(view.container_path)
+        if m is None:
+            continue
+        group = _dict(_pointer_get(obj, m.group(1)))
+        container = _dict(_pointer_get(obj, view.container_path))
+        count, source = ray_start_accelerators(group, container)
+        view.ray_accelerators = count
+        if count is not None and source.startswith(("rayStartParams", "the group's")):
+            own = _container_accelerators(container)
+            if own != count:
+                view.notes.append(
+                    (
+                        "info",
+                        f"Ray declares {count} GPU(s) on this pod ({source}; the container asks "
+                        f"for {own}): Ray places the engine's GPU workers by that count "
+                        f"({KUBERAY_RAY_START})",
+                    )
+                )
+
+
+def _container_accelerators(container: dict[str, Any]) -> int:
+    for key, value in _dict(_dict(container.get("resources")).get("limits")).items():
+        if is_accelerator(str(key)):
+            return _whole(value) or 0
+    return 0
 
 
 def is_accelerator(resource: str) -> bool:
@@ -729,16 +852,20 @@ def _is_vllm_app(app: dict[str, Any], worker_image: str) -> bool:
     return "vllm" in text.lower() or "ray-llm" in worker_image.lower()
 
 
+# (engine name, model, vLLM flags, how they were read, its LLMConfig when ray.serve.llm's)
+_Engine = tuple[str, str | None, list[str], str, dict[str, Any] | None]
+
+
 def _serve_engines(
     app: dict[str, Any],
     worker_image: str,
     files: dict[str, str] | None = None,
     mounted: set[str] | None = None,
-) -> list[tuple[str, str | None, list[str], str]]:
-    """(engine name, model, vLLM flags, how they were read) for each vLLM engine an
+) -> list[_Engine]:
+    """(engine name, model, vLLM flags, how they were read, LLMConfig) for each vLLM engine an
     application starts: ray.serve.llm's llm_configs, else the app's module when a ConfigMap the
     Ray pods mount holds it, else its runtime_env variables read by name."""
-    out: list[tuple[str, str | None, list[str], str]] = []
+    out: list[_Engine] = []
     for k, llm in enumerate(_list(_dict(app.get("args")).get("llm_configs"))):
         llm = _dict(llm)
         loading = _dict(llm.get("model_loading_config"))
@@ -755,7 +882,9 @@ def _serve_engines(
                 f", which is a {type(raw_kwargs).__name__}, not a mapping: its engine "
                 "arguments are unknown (vLLM's defaults are read)"
             )
-        out.append((name, source if isinstance(source, str) else None, _kwargs_flags(kwargs), how))
+        out.append(
+            (name, source if isinstance(source, str) else None, _kwargs_flags(kwargs), how, llm)
+        )
     if out or str(app.get("import_path") or "").startswith("ray.serve.llm"):
         return out
     env_vars = _dict(_dict(app.get("runtime_env")).get("env_vars"))
@@ -766,10 +895,12 @@ def _serve_engines(
         engines = _py_engines(source, env, f"{module}.py (a ConfigMap the Ray pods mount)")
         if engines:
             name = str(app.get("name") or "app")
-            return [(name if len(engines) == 1 else f"{name}/{e[0]}", *e[1:]) for e in engines]
+            return [
+                (name if len(engines) == 1 else f"{name}/{e[0]}", *e[1:], None) for e in engines
+            ]
     published = _published_app(app, worker_image, mounted)
     if published is not None:
-        return [published]
+        return [(*published, None)]
     if not _is_vllm_app(app, worker_image):
         return []
     model: str | None = None
@@ -789,7 +920,7 @@ def _serve_engines(
         "(import_path " + str(app.get("import_path") or "?") + ") is not visible, so what it "
         "does not take from them is read as vLLM's default"
     )
-    return [(str(app.get("name") or "app"), model, flags, how)]
+    return [(str(app.get("name") or "app"), model, flags, how, None)]
 
 
 def read_ray_serve_llm(
@@ -904,18 +1035,16 @@ def read_ray_job(
         env_vars = _dict(runtime_env.get("env_vars"))
         env = {str(k): str(v) for k, v in env_vars.items() if isinstance(v, (str, int, float))}
     engines = _py_engines(source, env, f"the job's entrypoint ({entry[:80]})")
-    return _ray_engine_views(obj, engines, "The RayJob")
+    return _ray_engine_views(obj, [(*e, None) for e in engines], "The RayJob")
 
 
-def _ray_engine_views(
-    obj: dict[str, Any], engines: list[tuple[str, str | None, list[str], str]], who: str
-) -> list[ContainerView]:
+def _ray_engine_views(obj: dict[str, Any], engines: list[_Engine], who: str) -> list[ContainerView]:
     cluster, base = ray_cluster_spec(obj)
     target = _gpu_group(cluster, base)
     c, ptr, pod = target if target else ({}, "", {})
     worker = str(c.get("name") or "")
     views: list[ContainerView] = []
-    for name, model, flags, how in engines:
+    for name, model, flags, how, llm in engines:
         view_name = worker if worker and len(engines) == 1 else f"{worker or 'ray'}/{name}"
         if model is None:  # vLLM's default model would be a guess: the app's code picks one
             views.append(
@@ -961,17 +1090,9 @@ def _ray_engine_views(
             ),
             ("error" if "not a mapping" in how else "info", f"engine arguments from {how}"),
         ]
-        if on_worker and len(engines) > 1:
-            notes.append(
-                (
-                    "warning",
-                    f"{len(engines)} engines share worker group {worker}: Ray places each "
-                    "engine's replica and GPU workers wherever their bundles fit, so one pod may "
-                    "hold several of them (up to its GPUs): each estimate is one engine's share "
-                    "of a pod, and the pod's worst case is the sum of the engines its GPUs can "
-                    "hold together",
-                )
-            )
+        placement = (
+            ray_serve_placement(llm, name, worker) if on_worker and llm is not None else None
+        )
         views.append(
             ContainerView(
                 # named after the worker container that runs it (one engine), else per engine
@@ -984,9 +1105,82 @@ def _ray_engine_views(
                 pods_sized_at_creation=False,
                 notes=notes,
                 node_role="replica" if on_worker else None,
+                ray_placement=placement,
             )
         )
     return views
+
+
+# Ray Serve's replica counts (ray-project/ray@570dadc python/ray/serve/config.py
+# AutoscalingConfig: min_replicas 1, max_replicas 1 unless set) and Ray Serve LLM's defaults
+# (ray@01c8975 python/ray/llm/_internal/serve/core/server/builder.py DEFAULT_DEPLOYMENT_OPTIONS:
+# an autoscaling_config with only target_ongoing_requests, so one replica unless the
+# LLMConfig's deployment_config says more)
+RAY_SERVE_REPLICAS_SOURCE = (
+    "ray@570dadc python/ray/serve/config.py AutoscalingConfig, ray@01c8975 "
+    "python/ray/llm/_internal/serve/core/server/builder.py DEFAULT_DEPLOYMENT_OPTIONS"
+)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _gpus(bundle: Any) -> float | None:
+    """A bundle's accelerators (GPU, or TPU for a TPU engine); None: not a number."""
+    b = _dict(bundle)
+    total = 0.0
+    for key in ("GPU", "TPU"):
+        v = b.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            return None
+        total += float(v)
+    return total
+
+
+def ray_serve_placement(llm: dict[str, Any], engine: str, container: str) -> RayPlacement:
+    """How Ray Serve places one LLMConfig's replicas: how many may run (num_replicas,
+    autoscaling_config max_replicas, Ray Serve LLM's default of one), the accelerators of each
+    replica's placement group (placement_group_config when set, else one per GPU worker), the
+    replica actor's own GPUs (ray_actor_options), max_replicas_per_node and accelerator_type."""
+    dc = _dict(llm.get("deployment_config"))
+    n, auto = dc.get("num_replicas"), dc.get("autoscaling_config")
+    replicas: int | None
+    if _count(n) is not None:
+        replicas, source = _count(n), f"num_replicas {n}"
+    elif n == "auto":
+        replicas = None
+        source = 'num_replicas "auto" (autoscaled: bounded here by the pod\'s accelerators only)'
+    elif isinstance(auto, dict) and _count(auto.get("max_replicas")) is not None:
+        replicas = _count(auto.get("max_replicas"))
+        source = f"autoscaling_config max_replicas {replicas}"
+    else:
+        replicas = 1
+        source = f"one replica: Ray Serve's defaults ({RAY_SERVE_REPLICAS_SOURCE})"
+    pgc = _dict(llm.get("placement_group_config"))
+    replica_acc = worker_acc = None
+    if pgc.get("bundle_per_worker") is not None:
+        worker_acc = _gpus(pgc.get("bundle_per_worker"))
+    elif isinstance(pgc.get("bundles"), list):
+        each = [_gpus(b) for b in pgc["bundles"]]
+        replica_acc = None if any(g is None for g in each) else sum(g or 0.0 for g in each)
+    actor = _dict(dc.get("ray_actor_options")).get("num_gpus", 0)
+    actor_acc = (
+        float(actor) if isinstance(actor, (int, float)) and not isinstance(actor, bool) else 0.0
+    )
+    per_node = _count(dc.get("max_replicas_per_node"))
+    kind = llm.get("accelerator_type")
+    return RayPlacement(
+        engine=engine,
+        container=container,
+        replicas=replicas,
+        replicas_source=source,
+        replica_accelerators=replica_acc,
+        worker_accelerators=worker_acc,
+        actor_accelerators=max(actor_acc, 0.0),
+        max_per_node=per_node if per_node else None,
+        accelerator_type=str(kind) if isinstance(kind, str) and kind else None,
+    )
 
 
 # ------------------------------------------------------------------ KAITO Workspace

@@ -356,6 +356,8 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
             views = _views(obj, ctx)
             if not views:
                 return []
+            if obj.get("kind") in RAY_CLUSTER_KINDS:
+                platforms.annotate_ray_nodes(obj, views)
             info = _ObjectInfo.of(obj, ctx)
         except Exception:  # noqa: BLE001 - the reader must never raise
             return []
@@ -616,9 +618,18 @@ def _kserve_group(views: list[ContainerView], out: list[Workload]) -> _RayGroup 
 
 
 def _group_gpus(view: ContainerView) -> int:
-    """Accelerators a Ray group's container asks for (its limits, else its requests; KubeRay
-    gives Ray the container's GPU limit as --num-gpus: ray-project/kuberay@feeaf72
-    ray-operator/controllers/ray/common/pod.go generateRayStartCommand)."""
+    """Accelerators Ray declares on a Ray group's pod (`ray start --num-gpus`: KubeRay's
+    rayStartParams or group resources, else the container's limit:
+    platforms.ray_start_accelerators), else those its container asks for (its limits, else its
+    requests)."""
+    if view.ray_accelerators is not None:
+        return view.ray_accelerators if view.ray_accelerators <= limits.MAX_ARGS else 0
+    return _container_gpus(view)
+
+
+def _container_gpus(view: ContainerView) -> int:
+    """Accelerators the container asks for (its limits, else its requests): the GPUs its
+    processes see, whatever Ray declares."""
     res = _dict(view.container.get("resources"))
     for section in ("limits", "requests"):
         for key, value in _dict(res.get(section)).items():
@@ -665,8 +676,11 @@ def _kuberay_group(
     head_gpus = _group_gpus(head_view) if head_view is not None else 0
     argv = " ".join(leader.argv)
     ray_backend = bool(re.search(r"--distributed[-_]executor[-_]backend[= ]+ray\b", argv))
-    if world <= head_gpus and not ray_backend:
-        return None  # the engine fits the head's GPUs: one node, the workers hold none of it
+    seen = _container_gpus(head_view) if head_view is not None else 0
+    if world <= seen and not ray_backend:
+        # the engine fits the GPUs the head's processes see: vLLM's mp executor runs it there
+        # (what Ray declares on the head does not matter to it), the workers hold none of it
+        return None
     cluster, _ = platforms.ray_cluster_spec(obj)
     pods = 1
     for i, g in enumerate(_list(cluster.get("workerGroupSpecs"))):
@@ -679,6 +693,14 @@ def _kuberay_group(
         f"one engine of {world} rank(s) with vLLM's Ray executor: "
     )
     return _RayGroup(leader, joiners, pods if pods > 1 else None, note, leader_ranks=head_gpus)
+
+
+def _node_ranks(view: ContainerView, gpu_count: int | None) -> int | None:
+    """The ranks a node of a multi-node engine holds: the accelerators Ray declares on the pod
+    (a KubeRay group's rayStartParams), else the container's."""
+    if view.ray_accelerators is not None:
+        return min(view.ray_accelerators, limits.MAX_ARGS)
+    return gpu_count or None
 
 
 def _ray_worker_workload(
@@ -697,7 +719,7 @@ def _ray_worker_workload(
     update: dict[str, Any] = {
         "node_role": "worker",
         "nodes": nodes,
-        "local_ranks": dev.gpu_count or None,
+        "local_ranks": _node_ranks(view, dev.gpu_count),
         "memory_limit_bytes": limit,
         "dev_shm_memory": False,
         "dev_shm_bytes": None,
@@ -1569,7 +1591,11 @@ def _bare(
 
 
 def _view_fields(view: ContainerView) -> dict[str, Any]:
+    placement = view.ray_placement
+    if placement is not None and view.ray_accelerators is not None:
+        placement = dataclasses.replace(placement, pod_accelerators=view.ray_accelerators)
     return dict(
+        ray_placement=placement,
         patchable=view.patchable,
         pods_sized_at_creation=view.pods_sized_at_creation,
         labels_path=view.labels_path,
@@ -2183,7 +2209,7 @@ def _read_invocation(
     )
     if view.multinode_nodes or view.node_role:
         facts |= {"node_role": view.node_role or "leader", "nodes": view.multinode_nodes}
-        facts["local_ranks"] = dev.gpu_count or None
+        facts["local_ranks"] = _node_ranks(view, dev.gpu_count)
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags
 

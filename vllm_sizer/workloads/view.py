@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .model import RayPlacement
 from .vllm_args import Severity
 
 
@@ -56,3 +57,9 @@ class ContainerView:
     # a container that joins the Ray cluster of the object's engine head as a worker node
     # (KServe's predictor worker): linked to the head's Workload by the reader
     ray_worker_of_head: bool = False
+    # the accelerators Ray declares on this pod (`ray start --num-gpus`, KubeRay's rayStartParams
+    # or group resources over the container's limit: platforms.annotate_ray_nodes); None: not
+    # a KubeRay group's Ray container
+    ray_accelerators: int | None = None
+    # a Ray Serve engine's replica placement (Workload.ray_placement)
+    ray_placement: RayPlacement | None = None

@@ -81,6 +81,8 @@ FLAGS: dict[str, tuple[str | None, Kind]] = {
     "load-format": ("load_format", "str"),
     "api-server-count": ("api_server_count", "index"),
     "headless": ("headless", "bool"),
+    "nnodes": ("nnodes", "int"),
+    "node-rank": ("node_rank", "index"),
     "data-parallel-start-rank": ("data_parallel_start_rank", "index"),
     "data-parallel-external-lb": ("data_parallel_external_lb", "bool"),
     "data-parallel-hybrid-lb": ("data_parallel_hybrid_lb", "bool"),
