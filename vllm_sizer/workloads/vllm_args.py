@@ -666,7 +666,8 @@ def parse_vllm_args(
                 out.diagnostics.append(
                     Diagnostic(
                         "info",
-                        "value known only when the container runs; vLLM's default used",
+                        "value known only when the container runs: sized as if the flag were "
+                        "not set",
                         flag,
                         raw,
                     )
@@ -1018,7 +1019,8 @@ _TRUE = ("true", "1", "yes", "y", "on")
 # Counts of processes, ranks and adapter slots past which no deployment is real (assumed; the
 # largest published run tensor-parallel 16, data-parallel a few hundred ranks across nodes):
 # a typo (`-tp 40000`, a KServe workerSpec of 10**12) would be sized as that many worker
-# processes, petabytes. Past the bound the value is out of range, said, and vLLM's default used.
+# processes, petabytes. Past the bound the value is out of range, said, and sized as if the flag
+# were not set (vLLM's parser takes such a value: said so, never that vLLM uses its default).
 MAX_RANKS = 1024
 COUNT_MAX: dict[str, int] = {
     "tensor_parallel_size": MAX_RANKS,
@@ -1373,22 +1375,67 @@ def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
     return None
 
 
-def env_settings(env: dict[str, str]) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """Settings from literal environment values (VLLM_CPU_KVCACHE_SPACE, VLLM_TARGET_DEVICE)."""
+# From 0.11.1 the engine evaluates every vLLM variable once at start-up on any device
+# (enable_envs_cache: 0.11.1:vllm/v1/engine/core.py:652, 0.33.0:vllm/envs.py:2310-2328 called
+# from 0.33.0:vllm/v1/engine/core.py:248): a variable vLLM converts with int() stops it when set
+# to anything else. Before, VLLM_CPU_KVCACHE_SPACE was read by the CPU backend only.
+ENVS_READ_AT_START = (0, 11, 1)
+
+
+def env_settings(
+    env: dict[str, str], device: str | None = None, version: VllmVersion | None = None
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Settings from literal environment values (VLLM_CPU_KVCACHE_SPACE, VLLM_TARGET_DEVICE).
+    `device` / `version`: the container's, when known (they say whether vLLM reads a bad
+    VLLM_CPU_KVCACHE_SPACE and so stops on it)."""
     values: dict[str, Any] = {}
     diags: list[Diagnostic] = []
     raw = env.get("VLLM_CPU_KVCACHE_SPACE")
-    if raw is not None and raw != "":
+    if raw is not None:
+        # vLLM reads it with int() whenever it is set, "" included (0.8.5:vllm/envs.py:363-364,
+        # 0.11.0:vllm/envs.py:628-630, 0.33.0:vllm/envs.py:896-900)
         try:
-            gib = float(raw)
-            if not 0 <= gib <= 1e6:
-                raise ValueError
-            values["cpu_kvcache_space_gib"] = gib
+            gib: int | None = int(raw)
         except ValueError:
+            gib = None
+        if gib is None and raw.strip() == "":
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    "set but empty: vLLM reads it with int(), and int('') raises ValueError when "
+                    "it does (the CPU backend; every device from 0.11.1, when the engine reads "
+                    "all its variables at start-up): remove it or set a whole number of GiB",
+                    "VLLM_CPU_KVCACHE_SPACE",
+                    raw,
+                )
+            )
+        elif gib is None:
+            text = f"ValueError: invalid literal for int() with base 10: {raw!r}"
+            read = device == "cpu" or (
+                version is not None and version.at_least(*ENVS_READ_AT_START)
+            )
+            diags.append(
+                Diagnostic(
+                    "error" if read else "warning",
+                    f"not a whole number of GiB: vLLM reads it with int() (vllm/envs.py): {text}; "
+                    + (
+                        "vLLM exits at start-up: the pod will not start"
+                        if read
+                        else "the CPU backend, and every device from vLLM 0.11.1, exits on it "
+                        "at start-up"
+                    ),
+                    "VLLM_CPU_KVCACHE_SPACE",
+                    raw,
+                    exits=read,
+                )
+            )
+        elif 0 <= gib <= 1e6:
+            values["cpu_kvcache_space_gib"] = float(gib)
+        else:
             diags.append(
                 Diagnostic(
                     "error",
-                    "not a number of GiB; vLLM's default used instead",
+                    "out of range: not sized at this value, sized as if it were not set",
                     "VLLM_CPU_KVCACHE_SPACE",
                     raw,
                 )
