@@ -174,6 +174,13 @@ def test_a_lineage_that_states_the_shapes_matches_its_target(name):
     ("mistralai/Ministral-3-8B-Instruct-2512", "mistralai/Ministral-3-8B-Instruct-2512-BF16"),
     ("moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Instruct"),
     ("llava-hf/llava-v1.6-mistral-7b-hf", "mistralai/Mistral-7B-Instruct-v0.2"),
+    ("Xkev/Llama-3.2V-11B-cot", "meta-llama/Llama-3.2-11B-Vision-Instruct"),
+    ("deepseek-ai/DeepSeek-R1-Zero", "deepseek-ai/DeepSeek-R1"),
+    ("TinyLlama/TinyLlama-1.1B-Chat-v0.3", "TinyLlama/TinyLlama-1.1B-Chat-v0.4"),
+    ("hf://TinyLlama/TinyLlama-1.1B-Chat-v0.3", "TinyLlama/TinyLlama-1.1B-Chat-v0.4"),
+    ("lmsys/vicuna-13b-v1.5", "meta-llama/Llama-2-13b-hf"),
+    ("meta-llama/Llama-Guard-3-11B-Vision", "meta-llama/Llama-3.2-11B-Vision-Instruct"),
+    ("Skywork/Skywork-OR1-7B-Preview", "Qwen/Qwen2.5-7B"),
 ])
 def test_manifest_fine_tunes_resolve_by_their_stated_lineage(name, target):
     r = resolve_model(name)
@@ -240,3 +247,14 @@ def test_only_an_underscore_between_digits_is_read_as_a_dot():
 def test_medgemma_4b_card_count_is_the_gemma_3_4b_geometry():
     g = ModelGeometry.from_hf_config(model_config("google/gemma-3-4b-it"))
     assert abs(g.parameter_count() / 1e9 - 4.3) < 0.05  # MedGemma 4B card: 4.3B
+
+
+def test_tinyllama_chat_checkpoints_share_one_architecture():
+    """The v0.3 lineage rests on TinyLlama's chat models being fine-tunes of one pretraining
+    run: the catalog's v0.4 and v1.0 configs differ in nothing but v0.4's 3 ChatML tokens."""
+    a = model_config("TinyLlama/TinyLlama-1.1B-Chat-v0.4")
+    b = model_config("TinyLlama/TinyLlama-1.1B-Chat-v1.0")
+    keys = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads",
+            "num_key_value_heads")
+    assert [a[k] for k in keys] == [b[k] for k in keys] == [22, 2048, 5632, 32, 4]
+    assert a["vocab_size"] - b["vocab_size"] == 3

@@ -61,13 +61,30 @@ SERVERS = [(e, s) for e in INDEX for s in e["servers"]]
 #       Templates (processed as `oc process` does), production-stack's operator samples. All 12
 #       read right before and after corpus-7's reader fix (an unknown `$VLLM_ADDITIONAL_ARGS` word
 #       said as vLLM's 'unexpected positional argument' error); 99.58/99.58/91.48 %.
+#   catalog-9 (no new entries): the TinyLlama-1.1B-Chat-v0.3 lineage sizes KubeAI's two LoRA
+#       adapter servers: sized 91.48 -> 91.89 % of 481 (known model 97.51 -> 98.07 %); every
+#       generation's sized floors raised to today's values.
+#   480 entries (2026-12-02, corpus-8): 512 servers; 31 files added, 22 of them from projects or
+#       paths the corpus did not hold: kubernetes-sigs/wg-serving's serving catalog (5 `kubectl
+#       kustomize` renders: Deployments and multi-host LWS), ROCm's k8s-device-plugin vLLM
+#       example, GKE samples (Gemma / Llama 4 Maverick Deployments, a TPU RayCluster, an ADK
+#       agent), AIBrix samples and tests (StormService P/D with NixlConnector, a local-NVMe
+#       RayClusterFleet, Vineyard / AIBrix offloading KV caches, a mock engine), KAITO's
+#       v1beta1 MIG InferenceSets, KubeAI models (GH200, S3 URL, CPU with VLLM_CPU_KVCACHE_SPACE),
+#       llmaz's BackendRuntime, an OME runtime, llm-d's fast-model-actuation launcher,
+#       production-stack's test values (multi-model, disaggregated prefill; helm renders).
+#       Before corpus-8's fix the 31 new servers were 31 found / 27 read right / 31 sized (the
+#       LWS serving catalog's PIPELINE_PARALLEL_SIZE=$(LWS_GROUP_SIZE) read as pipeline 1), the
+#       whole corpus 99.61/98.83/91.99 %; after it 31/31/31 and 99.61/99.61/91.99 %; with
+#       catalog-9 99.61/99.61/92.38 % (98.18 % where the model is named).
 FLOOR_DATE = "2026-12-02"
 FLOOR_GENERATIONS: list[tuple[int, dict[str, float]]] = [
-    (279, {"found": 0.996, "read_right": 0.996, "sized": 0.918, "sized_known_model": 0.983}),
-    (344, {"found": 0.994, "read_right": 0.994, "sized": 0.910, "sized_known_model": 0.978}),
-    (412, {"found": 0.995, "read_right": 0.995, "sized": 0.908, "sized_known_model": 0.975}),
-    (437, {"found": 0.995, "read_right": 0.995, "sized": 0.913, "sized_known_model": 0.974}),
-    (449, {"found": 0.995, "read_right": 0.995, "sized": 0.914, "sized_known_model": 0.975}),
+    (279, {"found": 0.996, "read_right": 0.996, "sized": 0.921, "sized_known_model": 0.987}),
+    (344, {"found": 0.994, "read_right": 0.994, "sized": 0.912, "sized_known_model": 0.982}),
+    (412, {"found": 0.995, "read_right": 0.995, "sized": 0.913, "sized_known_model": 0.981}),
+    (437, {"found": 0.995, "read_right": 0.995, "sized": 0.917, "sized_known_model": 0.980}),
+    (449, {"found": 0.995, "read_right": 0.995, "sized": 0.918, "sized_known_model": 0.980}),
+    (480, {"found": 0.996, "read_right": 0.996, "sized": 0.923, "sized_known_model": 0.981}),
 ]
 FLOORS = FLOOR_GENERATIONS[-1][1]  # the whole corpus (scripts/corpus_report.py prints these)
 
@@ -290,6 +307,21 @@ def test_check_cli_reads_the_corpus(capsys, monkeypatch):
     by_object = {}
     for row in rows:
         by_object.setdefault((row["kind"], row["name"]), []).append(row)
+    # one `check` run reads every file as one apply: a ConfigMap that two files define with
+    # different data (wg-serving's LWS renders each carry their own `vllm-multihost-config`)
+    # holds the last file's data for both, as in a cluster where both were applied; a server
+    # of such a file may read another model here (its own file's reading is the test above)
+    seen: dict[tuple, tuple[str, object]] = {}
+    shadowed: set[str] = set()
+    for e in INDEX:
+        for d in corpus.documents(e["file"]):
+            if d.get("kind") != "ConfigMap":
+                continue
+            meta = d.get("metadata") or {}
+            key = (meta.get("namespace") or "default", meta.get("name"))
+            if key in seen and seen[key][0] != e["file"] and seen[key][1] != d.get("data"):
+                shadowed.update((seen[key][0], e["file"]))
+            seen[key] = (e["file"], d.get("data"))
     for r in corpus.server_results():
         if not r.found:
             continue
@@ -298,4 +330,5 @@ def test_check_cli_reads_the_corpus(capsys, monkeypatch):
         assert got, r.id
         if r.read_right and s.get("model") and s.get("container"):
             assert any((row["engine"]["model"] or "").lower() == s["model"].lower()
-                       and row["container"].split("/")[0] == s["container"] for row in got), r.id
+                       and row["container"].split("/")[0] == s["container"] for row in got) or (
+                r.entry["file"] in shadowed), r.id

@@ -123,3 +123,48 @@ def test_kserve_multinode_head_message_says_its_role():
     d, _worker = review_object(yaml.safe_load(MULTINODE)).containers
     # the stock runtime's limit is unknown here (not sized), but the role is said
     assert "container kserve-container (multi-node leader)" in d.message
+
+
+def test_env_value_referencing_an_lws_variable_is_expanded():
+    """LWS puts LWS_GROUP_SIZE (and the other LWS_* variables) at the front of every
+    container's env (kubernetes-sigs/lws pkg/utils/pod addEnvVarsIfNotExists), so the kubelet
+    expands `PIPELINE_PARALLEL_SIZE=$(LWS_GROUP_SIZE)` to the group size before the args use it
+    (wg-serving's serving-catalog LWS: `--pipeline_parallel_size=$(PIPELINE_PARALLEL_SIZE)`)."""
+    lws = copy.deepcopy(LWS)
+    lws["spec"]["leaderWorkerTemplate"]["size"] = 3
+    c = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    c["command"] = ["sh", "-c", "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh "
+                    "leader --ray_cluster_size=$(LWS_GROUP_SIZE); python3 -m "
+                    "vllm.entrypoints.openai.api_server \"$@\"", "--"]
+    c["args"] = ["--model=Qwen/Qwen3-32B", "--tensor-parallel-size=8",
+                 "--pipeline_parallel_size=$(PIPELINE_PARALLEL_SIZE)"]
+    c["env"] = [{"name": "PIPELINE_PARALLEL_SIZE", "value": "$(LWS_GROUP_SIZE)"}]
+    leader, worker = read_workloads(lws)
+    assert leader.settings.pipeline_parallel_size == 3
+    assert worker.settings.pipeline_parallel_size == 3 and worker.settings.nodes == 3
+    # a container that sets the variable itself: LWS adds nothing, its own value is used, and
+    # an earlier entry cannot see it (the kubelet expands env in order)
+    c["env"] = [{"name": "PIPELINE_PARALLEL_SIZE", "value": "$(LWS_GROUP_SIZE)"},
+                {"name": "LWS_GROUP_SIZE", "value": "2"}]
+    leader, _ = read_workloads(copy.deepcopy(lws))
+    assert leader.settings.pipeline_parallel_size != 3
+
+
+def test_lws_injected_variables_survive_env_entries_with_unhashable_names():
+    # a hostile env entry whose name is a list must not break the injected LWS variables
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "l"},
+        "spec": {"leaderWorkerTemplate": {"size": 2, "leaderTemplate": {"spec": {"containers": [{
+            "name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+            "env": [{"name": ["x"]}, {"name": "PP", "value": "$(LWS_GROUP_SIZE)"}],
+            "command": ["sh", "-c", "vllm serve Qwen/Qwen3-8B --pipeline-parallel-size $PP"],
+            "resources": {"limits": {"nvidia.com/gpu": "1", "memory": "32Gi"}}}]}},
+            "workerTemplate": {"spec": {"containers": [{
+                "name": "w", "image": "vllm/vllm-openai:v0.11.0",
+                "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}},
+    }
+    leader = read_workloads(lws)[0]
+    assert not any("internal error" in d.message for d in leader.diagnostics)
+    assert leader.settings is not None and leader.settings.pipeline_parallel_size == 2

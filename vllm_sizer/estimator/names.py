@@ -421,6 +421,46 @@ LINEAGE: dict[str, Lineage] = {
             "projector (MLP-2x, ~31M parameters) is not counted",
         ),
     ),
+    # LLaVA-CoT's checkpoint is a full fine-tune of Llama-3.2-11B-Vision-Instruct (mllama).
+    "Llama-3.2V-11B-cot": (
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "LLaVA-CoT README (PKU-YuanGroup/LLaVA-CoT@081cc3f README.md, 'Finetuning'): the released "
+        "weights Xkev/Llama-3.2V-11B-cot are reproduced by llama-recipes' finetuning.py "
+        "--enable_fsdp --model_name meta-llama/Llama-3.2-11B-Vision-Instruct, and 'you can use "
+        "the same code as Llama-3.2-11B-Vision-Instruct to load the model'",
+    ),
+    "Llama-Guard-3-11B-Vision": (
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "Llama Guard 3-11B-vision model card, 'Model Details': 'a Llama-3.2-11B pretrained model, "
+        "fine-tuned for content safety classification' (the pretrained and instruct Llama 3.2 "
+        "11B Vision models share their mllama shapes)",
+    ),
+    "Skywork-OR1-7B-Preview": (
+        "Qwen/Qwen2.5-7B",
+        "Skywork-OR1 (He et al., 2025) as compared in reasoning-RL papers' tables: base model "
+        "DeepSeek-R1-Distill-Qwen-7B, which the DeepSeek-R1 card builds from Qwen2.5-Math-7B, "
+        "initialised from Qwen2.5-7B (see deepseek-r1-distill-qwen-7b above)",
+    ),
+    "DeepSeek-R1-Zero": (
+        "deepseek-ai/DeepSeek-R1",
+        "DeepSeek-R1 model card (copied at ZHUI/paddlenlp_model_readme "
+        "deepseek-ai/DeepSeek-R1-Zero/index.md@ffc2695): 'DeepSeek-R1-Zero & DeepSeek-R1 are "
+        "trained based on DeepSeek-V3-Base', both 671B total / 37B activated, 128K context",
+    ),
+    # TinyLlama's chat models are fine-tunes of intermediate checkpoints of one pretraining run
+    # (one architecture: 22 layers, hidden 2048, 32 Q / 4 KV heads); v0.3 and v0.4 both use the
+    # ChatML template (<|im_start|> / <|im_end|>), the 3 tokens v0.4's vocabulary adds.
+    "TinyLlama-1.1B-Chat-v0.3": (
+        "TinyLlama/TinyLlama-1.1B-Chat-v0.4",
+        "TinyLlama README (jzhang38/TinyLlama, 'Chat models'): TinyLlama-1.1B-Chat-V0.3 is the "
+        "chat fine-tune of the run's 480K-step (1T tokens) checkpoint, V0.4 of its 715K-step "
+        "(1.5T) checkpoint of the same 1.1B model",
+    ),
+    "vicuna-13b-v1.5": (
+        "meta-llama/Llama-2-13b-hf",
+        "Vicuna v1.5 card: 'Vicuna v1.5 is fine-tuned from Llama 2' (bgorlick/getai@6b72009 "
+        "models/lmsys_vicuna-7b-v1.5/README.md, the same family card); the 13B is Llama 2 13B",
+    ),
     "qwen3.8-27b": (
         "Qwen/Qwen3.5-27B",
         "KAITO model catalog (generated from the Hub): Qwen3_5ForConditionalGeneration, hidden "

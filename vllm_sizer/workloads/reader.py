@@ -687,7 +687,7 @@ def _ray_worker_workload(
     """The worker template's container, sized as one worker node of the leader's engine."""
     c = view.container
     image = _str(c.get("image"))
-    env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps)
+    env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps, view.injected_values)
     diags = [Diagnostic(sev, msg) for sev, msg in view.notes] + _stops(view) + diags
     resources = _dict(c.get("resources"))
     limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
@@ -1394,14 +1394,24 @@ def _env_from(
 
 
 def _read_env(
-    container: dict[str, Any], config_maps: dict[str, dict[str, str]] | None = None
+    container: dict[str, Any],
+    config_maps: dict[str, dict[str, str]] | None = None,
+    injected: dict[str, str] | None = None,
 ) -> tuple[dict[str, str], set[str], bool, list[Diagnostic]]:
     """The container's variables: envFrom's first (ConfigMaps in the context give their values),
-    then env, which wins over envFrom as in the kubelet."""
+    then env, which wins over envFrom as in the kubelet.
+
+    `injected`: variables a controller puts at the front of the container's env with values
+    known from the object (LWS_GROUP_SIZE: kubernetes-sigs/lws pkg/utils/pod/pod_utils.go
+    addEnvVarsIfNotExists prepends them), so the kubelet has them when it expands the
+    container's own env values (`PIPELINE_PARALLEL_SIZE=$(LWS_GROUP_SIZE)`). A name the
+    container sets itself is not injected."""
     env, unknown_sources = _env_from(container, config_maps or {})
     unknown: set[str] = set()
     diags: list[Diagnostic] = []
     entries = _list(container.get("env"))
+    own = {name for e in entries if isinstance(name := _dict(e).get("name"), str)}
+    env.update({k: v for k, v in (injected or {}).items() if k not in own})
     if len(entries) > limits.MAX_ENV_ENTRIES:
         limits.current().note(
             f"more than {limits.MAX_ENV_ENTRIES} env entries: the values of the rest are unknown"
@@ -1624,13 +1634,10 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                 )
             )
 
-    env, unknown, maybe_env, env_diags = _read_env(c, info.context.config_maps)
+    env, unknown, maybe_env, env_diags = _read_env(
+        c, info.context.config_maps, view.injected_values
+    )
     diags += env_diags
-    for name, value in view.injected_values.items():
-        if (
-            name not in env and name not in unknown
-        ):  # the pod's own env wins (addEnvVarsIfNotExists)
-            env[name] = value
     unknown |= {name for name in view.injected_env if name not in env}
 
     # command / args with the kubelet's $(VAR) expansion
