@@ -215,6 +215,65 @@ def _capture(run):
         return c.args[0]
     raise RuntimeError("the entry point returned without parsing")
 
+def _closure(fn, name):
+    for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        if var == name:
+            return cell.cell_contents
+    return None
+
+def _accepts(fn, text):
+    try:
+        fn(text)
+        return True
+    except Exception:
+        return False
+
+def _value_type(act):
+    # How the parser converts a value of this option, for the reader to say which values vLLM
+    # rejects: [] (taken as written, or a conversion not recorded: JSON, config dataclasses),
+    # [type] or [type, choices]. type: "int" / "float" (Python's int() / float()), "hint"
+    # (vLLM's human_readable_int: k/m/g decimal, K/M/G binary; "hint-t": also t/T; "-auto":
+    # also auto / -1), prefixed "?" when the function reads "" and "None" as None
+    # (optional_type). Read from the function itself: its name, its closure (optional_type,
+    # parse_type) and what it accepts ("1t", "auto", "").
+    if act.nargs == 0 or isinstance(act, (argparse._HelpAction, argparse._VersionAction)):
+        return []
+    fn = act.type
+    optional = False
+    inner = fn
+    for _ in range(3):  # optional_type(parse_type(f)) at most
+        name = getattr(inner, "__name__", "")
+        if name in ("_optional_type", "_parse_type"):
+            optional = optional or name == "_optional_type"
+            nxt = _closure(inner, "return_type")
+            if nxt is None:
+                break
+            inner = nxt
+        else:
+            break
+    name = getattr(inner, "__name__", "")
+    if inner is int:
+        code = "int"
+    elif inner is float:
+        code = "float"
+    elif name.startswith("human_readable_int"):
+        code = "hint" + ("-t" if _accepts(inner, "1t") else "")
+        code += "-auto" if _accepts(inner, "auto") else ""
+    else:
+        code = ""
+    if code and optional and not (fn is not None and _accepts(fn, "")):
+        optional = False
+    choices = act.choices
+    if isinstance(choices, dict):  # subparsers
+        choices = None
+    out = [("?" if optional else "") + code] if code or choices else []
+    if choices is not None:
+        try:
+            out.append([c for c in choices if c is None or isinstance(c, (str, int, float))])
+        except TypeError:
+            pass
+    return out
+
 def _table(parser):
     assert isinstance(parser, argparse.ArgumentParser), type(parser)
     opts = {}
@@ -242,7 +301,7 @@ def _table(parser):
             kind = "r"
         else:
             kind = str(n)
-        opts[s] = [act.dest, kind]
+        opts[s] = [act.dest, kind, *_value_type(act)]
     pos = [[a.dest, a.nargs if a.nargs is not None else "v"] for a in parser._actions
            if not a.option_strings]
     return {"options": dict(sorted(opts.items())), "positionals": pos,
@@ -307,7 +366,8 @@ def encode(tables: dict[str, dict]) -> dict:
     """Delta-encode: the first version in full, each later one against the previous."""
     versions = sorted(tables, key=_vkey)
     out: dict = {
-        "format": "per parser, option string -> [dest, kind]; later versions as "
+        "format": "per parser, option string -> [dest, kind, type?, choices?] (type: how "
+        "the parser converts the value, see vllm_flags.ValueType); later versions as "
         "add/remove against the previous one",
         "kinds": {
             "v": "one value",

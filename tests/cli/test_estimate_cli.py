@@ -75,11 +75,16 @@ def test_model_config_file(capsys, tmp_path, qwen3_config):
     assert rc == 0 and report["parameters"] == 596049920
 
 
-def test_bad_value_is_a_note_not_a_crash(capsys):
-    rc, report, _ = run_json(capsys, "--", "vllm", "serve", "Qwen/Qwen3-0.6B", "--device", "cpu",
-                             "--max-num-batched-tokens", "abc", "--max-model-len", "1e30")
-    assert rc == 0
-    assert any("--max-num-batched-tokens" in n and "abc" in n for n in report["notes"])
+def test_bad_value_is_vllms_own_error_not_a_crash_nor_an_estimate(capsys):
+    # vLLM's parser exits on both values (argparse status 2): no estimate of a server that
+    # never starts, as check and the webhook say
+    rc = main(["estimate", "-o", "json", "--vllm-version", "0.33.0", "--", "vllm", "serve",
+               "Qwen/Qwen3-0.6B", "--device", "cpu", "--max-num-batched-tokens", "abc",
+               "--max-model-len", "1e30"])
+    out = capsys.readouterr()
+    assert rc == 2 and not out.out
+    assert "argument --max-num-batched-tokens: invalid human_readable_int value: 'abc'" in out.err
+    assert "argument --max-model-len: invalid human_readable_int_or_auto value: '1e30'" in out.err
 
 
 def test_installed_entry_point_runs():

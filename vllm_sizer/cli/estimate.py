@@ -108,7 +108,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(f"--vllm-version {args.vllm_version!r}: {exc}")
     parsed = parse_vllm_args(flags, version=version, positional_model=positional, strict=True)
-    env_values, env_diags = env_settings(env)
+    env_values, env_diags = env_settings(
+        env,
+        args.device or ("cpu" if env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu" else None),
+        version,
+    )
     facts: dict[str, Any] = {
         **env_values,
         "vllm_version": args.vllm_version,
@@ -120,6 +124,9 @@ def run(args: argparse.Namespace) -> int:
         facts["gpu_memory_bytes"] = int(args.gpu_memory * GiB)
     settings, diags = parsed.to_settings(**facts)
     diags += env_diags
+    stops = [d for d in diags if d.exits]
+    if stops:  # vLLM stops before it serves: nothing runs to size (as check and the webhook say)
+        return _fail("not sized: " + "; ".join(str(d) for d in stops))
     if settings is None:
         return _fail("; ".join(str(d) for d in diags))
     if args.device:

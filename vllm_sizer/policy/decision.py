@@ -26,7 +26,7 @@ class ContainerDecision:
     verdict: Verdict
     reason: str  # fits | raised | no-limit | undersized | kv-auto-sized | over-limitrange |
     #              over-node | over-range | gpu-does-not-fit | cannot-size | skipped |
-    #              limit-unknown | kv-env-unknown
+    #              limit-unknown | kv-env-unknown | will-not-start
     mode: Mode
     message: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -53,6 +53,7 @@ def decide_container(
     mode: Mode,
     headroom: float,
     cannot_size: str | None = None,
+    will_not_start: str | None = None,
 ) -> ContainerDecision:
     d = ContainerDecision(
         workload=w,
@@ -67,6 +68,13 @@ def decide_container(
     if w.skip_reason or mode == "off":
         d.verdict, d.reason = "skip", "skipped"
         d.message = w.skip_reason or "vllm-sizer mode is off"
+        return d
+    if will_not_start is not None:
+        # vLLM exits before it serves: no estimate, no limit written, never a denial (the
+        # container's own start-up error says it again; a vendor build may take the value)
+        d.verdict, d.reason = "unknown", "will-not-start"
+        d.message = messages.will_not_start(w, will_not_start)
+        d.warnings.append(d.message)
         return d
     if report is None:
         d.verdict, d.reason = "unknown", "cannot-size"

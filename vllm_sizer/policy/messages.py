@@ -210,6 +210,12 @@ def cannot_size(w: Workload, why: str) -> str:
     return f"{w.container}: cannot size: {why}"
 
 
+def will_not_start(w: Workload, why: str) -> str:
+    """A container whose vLLM stops before it serves (its parser or its start-up configuration
+    check rejects a value): nothing runs to size, so nothing is changed."""
+    return f"{w.container}: not sized: {why}"
+
+
 def _changes(d: ContainerDecision, limit: str, request: str, pin_suffix: str) -> list[str]:
     """What a mutation changes, worded for a warning or for the decision annotation."""
     parts = []

@@ -266,6 +266,12 @@ def _unknown_model_diagnostic(w: Workload) -> Diagnostic | None:
     )
 
 
+def startup_exit(w: Workload) -> Diagnostic | None:
+    """The first diagnostic saying vLLM stops before it serves (its parser exits, or its
+    start-up configuration check raises): the container will not start and is not sized."""
+    return next((d for d in w.diagnostics if d.exits), None)
+
+
 def _estimate(w: Workload) -> tuple[MemoryReport | None, ModelGeometry | None, str | None]:
     if w.settings is None:
         return None, None, "the vLLM command line could not be read"
@@ -379,18 +385,35 @@ def review_object(
         if w.patchable and not w.patch_blocked:
             w.patch_blocked = _unwritable_workload(obj, w)
         pick = None
-        if mode != "off" and not w.skip_reason:
+        stop = startup_exit(w)
+        if mode != "off" and not w.skip_reason and stop is None:
             w, report, geometry, why, pick = _estimate_largest(w)
         else:
             report, geometry, why = None, None, None
         # an object that cannot carry the limit is reported on, never changed or denied
         w_mode = mode if w.patchable or mode not in ("mutate", "enforce") else "warn"
-        d = decide_container(w, report, geometry, w.settings, policy, w_mode, headroom, why)
+        d = decide_container(
+            w,
+            report,
+            geometry,
+            w.settings,
+            policy,
+            w_mode,
+            headroom,
+            why,
+            str(stop) if stop is not None else None,
+        )
         if w_mode != mode and d.verdict != "skip":
             d.warnings.append(messages.not_patchable(w))
         if pick:
             d.warnings.append(f"{w.container}: {pick}")
-        said = _unknown_model_diagnostic(w) if d.reason == "cannot-size" else None
+        said = (
+            _unknown_model_diagnostic(w)
+            if d.reason == "cannot-size"
+            else stop
+            if d.reason == "will-not-start"
+            else None
+        )
         for diag in w.diagnostics:
             if diag.severity in ("error", "warning") and diag is not said:
                 d.warnings.append(f"{w.container}: {diag}")

@@ -61,6 +61,18 @@ class PolicySettings(BaseModel):
     def _flag(cls, v: object) -> object:
         return v.strip() if isinstance(v, str) else v
 
+    @field_validator("pin_cpu_kv_gib")
+    @classmethod
+    def _pin(cls, v: float) -> float:
+        # written as VLLM_CPU_KVCACHE_SPACE, which vLLM reads with int() (0.33.0:vllm/envs.py:
+        # 896-900): a fraction would stop every pod it is written into; 0 means "unset" there
+        if not (v >= 1 and v == int(v)):
+            raise ValueError(
+                "pin_cpu_kv_gib must be a whole number of GiB, at least 1 (vLLM reads "
+                "VLLM_CPU_KVCACHE_SPACE with int())"
+            )
+        return v
+
     @field_validator("rounding_bytes")
     @classmethod
     def _rounding(cls, v: int) -> int:

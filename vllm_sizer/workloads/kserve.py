@@ -167,23 +167,140 @@ def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
-def substitute(text: Any, meta: dict[str, Any]) -> Any:
-    """KServe runtime templates: {{.Name}}, {{.Namespace}}, {{.Labels.k}}, {{.Annotations.k}}."""
-    if not isinstance(text, str) or "{{" not in text:
+# metav1.ObjectMeta's fields (k8s.io/apimachinery/pkg/apis/meta/v1/types.go): what a runtime's
+# template can name. Those the API server sets (UID, ...) are known only once the object exists.
+OBJECT_META_FIELDS = {
+    "Name": "name",
+    "GenerateName": "generateName",
+    "Namespace": "namespace",
+    "SelfLink": None,
+    "UID": None,
+    "ResourceVersion": None,
+    "Generation": None,
+    "CreationTimestamp": None,
+    "DeletionTimestamp": None,
+    "DeletionGracePeriodSeconds": None,
+    "Labels": "labels",
+    "Annotations": "annotations",
+    "OwnerReferences": None,
+    "Finalizers": None,
+    "ManagedFields": None,
+}
+_ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.S)
+_FIELD_CHAIN = re.compile(r"(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_INDEX = re.compile(r'index\s+\.(Labels|Annotations)\s+"((?:[^"\\]|\\.)*)"')
+_CHILD_NAME = re.compile(r'ChildName\s+((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\s+(?:"([^"\\]*)"|`([^`]*)`)')
+# a template's field chain (names after the dot) → its text; None: known only to the cluster
+Resolver = Callable[[list[str]], "str | None"]
+
+
+class _TemplateError(Exception):
+    """A field the template's data does not have: Go's execution error, KServe's failure."""
+
+
+def _meta_field(meta: dict[str, Any], names: list[str], where: str) -> str | None:
+    """A field chain on metav1.ObjectMeta (names after it): its text, None when only the
+    cluster knows it, _TemplateError when ObjectMeta has no such field."""
+    if names[0] not in OBJECT_META_FIELDS:
+        raise _TemplateError(f"can't evaluate field {names[0]} in type {where}")
+    key = OBJECT_META_FIELDS[names[0]]
+    if key in ("name", "namespace", "generateName") and len(names) == 1:
+        return str(meta.get(key) or "")
+    if key in ("labels", "annotations") and len(names) == 2:
+        value = _dict(meta.get(key)).get(names[1])
+        return "<no value>" if value is None else str(value)
+    return None
+
+
+def _render(text: Any, resolve: Resolver, errors: list[str] | None, name: str) -> Any:
+    """Go text/template actions of one string: field chains (`resolve`), `index .Labels "k"`,
+    `ChildName .X "suffix"` (knative kmeta.ChildName, when short enough to be a plain join);
+    anything else stays as written (known only when KServe renders it)."""
+    if not isinstance(text, str) or "{{" not in text or "}}" not in text:
         return text
 
+    def field(expr: str) -> str | None:
+        try:
+            return resolve(expr[1:].split("."))
+        except _TemplateError as exc:
+            if errors is not None:
+                errors.append(f'template: {name}: executing "{name}" at <{expr}>: {exc}')
+            return None
+
     def repl(m: re.Match[str]) -> str:
-        expr = m.group(1).strip()
-        if expr == ".Name":
-            return str(meta.get("name") or "")
-        if expr == ".Namespace":
-            return str(meta.get("namespace") or "")
-        for key, field_ in ((".Labels.", "labels"), (".Annotations.", "annotations")):
-            if expr.startswith(key):
-                return str(_dict(meta.get(field_)).get(expr[len(key) :], ""))
+        expr = m.group(1)
+        if _FIELD_CHAIN.fullmatch(expr):
+            value = field(expr)
+            return str(m.group(0)) if value is None else value
+        im = _INDEX.fullmatch(expr)
+        if im:
+            value = field(f".{im.group(1)}.{im.group(2)}")  # index of a map: its value or ""
+            return "" if value in (None, "<no value>") else value
+        cm = _CHILD_NAME.fullmatch(expr)
+        if cm:
+            parent = field(cm.group(1))
+            suffix = cm.group(2) if cm.group(2) is not None else cm.group(3)
+            # kmeta.ChildName: parent+suffix up to 63 characters, else a hashed form
+            if parent is not None and len(parent + suffix) <= 63:
+                return parent + suffix
         return str(m.group(0))
 
-    return re.sub(r"\{\{\s*([^}]*?)\s*\}\}", repl, text)
+    return _ACTION.sub(repl, text)
+
+
+def substitute(text: Any, meta: dict[str, Any], errors: list[str] | None = None) -> Any:
+    """KServe's placeholders in a ServingRuntime's container: it executes each string holding
+    `{{` and `}}` as a Go text/template over the InferenceService's metav1.ObjectMeta
+    (kserve/kserve pkg/controller/v1beta1/inferenceservice/utils/placeholder.go
+    ReplacePlaceholders). `.Name`, `.Namespace`, `.GenerateName`, `.Labels.k` /
+    `.Annotations.k` (a missing key prints Go's "<no value>"), `index .Labels "k"` (missing:
+    ""). A field ObjectMeta does not have (`{{ .Spec.Model.Name }}`) is Go's execution error,
+    on which KServe creates no predictor: its text is appended to `errors`. Fields the API
+    server sets (UID, ...), functions and pipelines stay as written."""
+    return _render(text, lambda n: _meta_field(meta, n, "v1.ObjectMeta"), errors, "container-tmpl")
+
+
+def template_failure(errors: list[str], kserve_says: str, outcome: str) -> str | None:
+    """ContainerView.stops for KServe's template errors (None: none)."""
+    if not errors:
+        return None
+    return (
+        f"KServe cannot render the template ({errors[0]}): its controller stops with "
+        f'"{kserve_says}" and {outcome}, so this container never runs'
+    )
+
+
+def llmisvc_resolver(obj: dict[str, Any]) -> Resolver:
+    """Fields of KServe's LLMInferenceServiceConfig template data: the LLMInferenceService
+    (embedded: .ObjectMeta, .Spec, promoted .Name / .Namespace) and .GlobalConfig
+    (pkg/controller/v1alpha1/llmisvc/config_merge.go ReplaceVariables, missingkey=error).
+    .Spec.Model.Name is the object's, defaulted to its name (llminferenceservice_defaults.go
+    SetDefaults)."""
+    meta = _dict(obj.get("metadata"))
+    spec = _dict(obj.get("spec"))
+
+    def resolve(names: list[str]) -> str | None:
+        if names[0] == "ObjectMeta" and len(names) > 1:
+            return _meta_field(meta, names[1:], "v1.ObjectMeta")
+        if names == ["Spec", "Model", "Name"]:
+            name = _dict(spec.get("model")).get("name")
+            return str(name) if isinstance(name, str) and name else str(meta.get("name") or "")
+        if names[0] in ("Spec", "Status", "GlobalConfig", "TypeMeta", "Kind", "APIVersion"):
+            return None  # other fields: not read here
+        return _meta_field(meta, names, "struct { *v1alpha1.LLMInferenceService; ... }")
+
+    return resolve
+
+
+def render_llmisvc(value: Any, obj: dict[str, Any], errors: list[str]) -> Any:
+    """Every string of `value` (a merged spec's container) rendered as KServe renders the
+    LLMInferenceServiceConfig it builds."""
+    resolve = llmisvc_resolver(obj)
+    if isinstance(value, dict):
+        return {k: render_llmisvc(v, obj, errors) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_llmisvc(v, obj, errors) for v in value]
+    return _render(value, resolve, errors, "config")
 
 
 def merge_resources(base: Any, override: Any) -> dict[str, Any]:
@@ -385,11 +502,12 @@ def _model_view(
                     "and none was given: the container's command is unknown",
                 )
             )
+    tmpl_errors: list[str] = []
     for key in ("command", "args"):
         if isinstance(rc.get(key), list):
-            rc[key] = [substitute(a, meta) for a in rc[key]]
+            rc[key] = [substitute(a, meta, tmpl_errors) for a in rc[key]]
     rc["env"] = [
-        {**e, "value": substitute(e["value"], meta)}
+        {**e, "value": substitute(e["value"], meta, tmpl_errors)}
         if isinstance(_dict(e).get("value"), str)
         else e
         for e in _list(rc.get("env"))
@@ -399,7 +517,8 @@ def _model_view(
         if model.get(key):
             merged[key] = model[key]
     merged["args"] = [
-        substitute(a, meta) for a in [*_list(rc.get("args")), *_list(model.get("args"))]
+        substitute(a, meta, tmpl_errors)
+        for a in [*_list(rc.get("args")), *_list(model.get("args"))]
     ]
     merged["env"] = merge_env(rc.get("env"), model.get("env"))
     nodes: int | None = None
@@ -478,6 +597,11 @@ def _model_view(
         notes=notes,
         patch_blocked=patch_blocked,
         multinode_nodes=nodes,
+        stops=template_failure(
+            tmpl_errors,
+            "failed to replace placeholders in serving runtime Container",
+            "no predictor is created",
+        ),
     )
     if worker_view is not None:
         worker_view.storage_uri = storage
@@ -983,6 +1107,9 @@ def read_llmisvc(
                 )
             else:
                 container = _dict(containers[idx])
+            # KServe renders the merged spec as a Go template over the object (ReplaceVariables)
+            tmpl_errors: list[str] = []
+            container = _dict(render_llmisvc(container, obj, tmpl_errors))
             pod_flags = list(flags)
             if data_parallel and len(pods) > 1:
                 pod_flags += _data_parallel_flags(par, container, worker=where == "worker")
@@ -1009,6 +1136,9 @@ def read_llmisvc(
                     llmisvc=True,
                     notes=view_notes,
                     dra_classes=dra_classes,
+                    stops=template_failure(
+                        tmpl_errors, "failed to merge config", "creates no workload"
+                    ),
                 )
             )
     return views

@@ -710,7 +710,7 @@ def _ray_worker_workload(
     c = view.container
     image = _str(c.get("image"))
     env, _unknown, _maybe, diags = _read_env(c, info.context.config_maps, view.injected_values)
-    diags = [Diagnostic(sev, msg) for sev, msg in view.notes] + diags
+    diags = [Diagnostic(sev, msg) for sev, msg in view.notes] + _stops(view) + diags
     resources = _dict(c.get("resources"))
     limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
     dev = _view_device(info, view, c, image, env, resources, None)
@@ -880,6 +880,11 @@ def _views(obj: dict[str, Any], ctx: ReadContext) -> list[ContainerView]:
     return views
 
 
+def _stops(view: ContainerView) -> list[Diagnostic]:
+    """The platform's reason this container never runs (ContainerView.stops), as a diagnostic."""
+    return [Diagnostic("error", view.stops, exits=True)] if view.stops else []
+
+
 def _pod_views(pod_spec: dict[str, Any], base: tuple[str, ...]) -> list[ContainerView]:
     return platforms.pod_views(pod_spec, base, labels=platforms.labels_path(base))
 
@@ -894,6 +899,7 @@ class _Located:
     unresolved: list[str]
     count: int = 1  # vLLM invocations seen
     files: dict[str, str] = field(default_factory=dict)  # written by the script before it
+    fails: list[str] = field(default_factory=list)  # the shell exits before it runs (shell.py)
 
 
 def _find_hf(argv: list[str]) -> list[str] | None:
@@ -1001,6 +1007,7 @@ def _locate_all(
             seen.add(key)
             sub.unresolved = cmd.unresolved + sub.unresolved
             sub.files = {**cmd.files, **sub.files}
+            sub.fails = cmd.fails + sub.fails
             found.append(sub)
     for f in found:
         f.count = len(found)
@@ -1631,7 +1638,7 @@ def _view_device(
 def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
     c = view.container
     image = _str(c.get("image"))
-    diags: list[Diagnostic] = [Diagnostic(sev, msg) for sev, msg in view.notes]
+    diags: list[Diagnostic] = [Diagnostic(sev, msg) for sev, msg in view.notes] + _stops(view)
     budget = limits.current()
     mark = budget.mark()  # a container whose scripts were cut is never "no server"
     if view.bare:
@@ -1951,7 +1958,20 @@ def _read_invocation(
     unknown: set[str],
 ) -> Workload:
     """One vLLM invocation of a container → a Workload (settings, model, diagnostics)."""
+    for fail in located.fails:
+        diags.append(
+            Diagnostic(
+                "error",
+                f"the shell exits at {fail}, a division by zero, before vLLM runs (bash: "
+                "'division by 0', status 1; sh / dash: 'division by zero', status 2): the "
+                "container stops and vLLM never starts",
+                exits=True,
+            )
+        )
+    failed = {f.partition(" (in an earlier")[0] for f in located.fails}
     for lit in dict.fromkeys(located.unresolved):
+        if lit in failed:
+            continue  # said above: the shell fails on it, it has no value
         diags.append(
             Diagnostic(
                 "warning",
@@ -2047,9 +2067,6 @@ def _read_invocation(
         )
 
     eff_env = {**env, **located.env}
-    env_values, env_diags = env_settings(eff_env)
-    diags += env_diags
-    env_values.pop("device", None)
 
     resources = _dict(c.get("resources"))
     limit, request, patch_blocked = _memory_bounds(resources, view.patch_blocked, diags)
@@ -2068,6 +2085,9 @@ def _read_invocation(
     arg_device = parsed.values.pop("device", None)
     dev = _view_device(info, view, c, image, eff_env, resources, arg_device)
     diags += dev.diagnostics
+    env_values, env_diags = env_settings(eff_env, dev.device, version)
+    diags += env_diags
+    env_values.pop("device", None)
 
     preload = eff_env.get("LD_PRELOAD")
     if preload is not None:

@@ -119,6 +119,10 @@ class Command:
     unresolved: list[str] = field(default_factory=list)  # variables left literal in its words
     # files the script wrote before this command (`cat > f <<EOF`, `echo ... > f`): path → text
     files: dict[str, str] = field(default_factory=dict)
+    # expansions the shell fails on (an arithmetic division by zero) in this command or in an
+    # unconditional one before it: a non-interactive shell exits there (bash status 1, dash 2),
+    # so this command never runs (`$((4/0))`)
+    fails: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -128,6 +132,7 @@ class _Raw:
     conditional: bool  # follows `&&`, `||` or `|`
     heredoc: str | None  # body of its (last) here-document
     redirect: tuple[str, bool] | None  # stdout target and whether it appends
+    fails: list[str] = field(default_factory=list)  # expansions the shell exits on
 
 
 def find_shell(argv: list[str]) -> tuple[str, list[str]] | None:
@@ -179,6 +184,7 @@ class _Tokenizer:
         self.positional = positional  # $0, $1, ...
         self.arrays: dict[str, list[str]] = {}  # bash arrays: NAME=( ... ), NAME+=( ... )
         self.i = 0
+        self.failures: list[str] = []  # expansions the shell exits on, in script order
 
     # ---------------------------------------------------------------- variable lookup
     def _state(self, name: str) -> tuple[str, str | None]:
@@ -191,7 +197,9 @@ class _Tokenizer:
     def _arith(self, expr: str) -> str | None:
         """An arithmetic expansion of integers, known variables ($X, ${X}, X), + - * / % and
         parentheses, as the shell computes it; None when a variable is unknown or the
-        expression is anything else (left unknown, never guessed)."""
+        expression is anything else (left unknown, never guessed). A division by zero of known
+        values is the shell's error: bash prints "division by 0", dash "division by zero", and a
+        non-interactive shell exits (recorded in self.failures)."""
         if len(expr) > 200:
             return None
         tokens: list[str] = []
@@ -207,7 +215,10 @@ class _Tokenizer:
             tokens.append(tok)
         try:  # anything but integers and + - * / % ( ) raises in the parser
             result, rest = _arith_sum(tokens)
-        except (ValueError, ZeroDivisionError, IndexError):
+        except ZeroDivisionError:
+            self.failures.append(f"$(({expr}))")
+            return None
+        except (ValueError, IndexError):
             return None
         if rest or abs(result) > 10**18:
             return None
@@ -385,6 +396,7 @@ class _Tokenizer:
         pending: list[tuple[str, bool, bool]] = []  # here-documents: (delimiter, <<-, expand)
         conditional = False  # this command follows `&&`, `||` or `|`
         budget = limits.current()
+        failed = len(self.failures)  # failures before this command
 
         def end_word() -> None:
             nonlocal cur, have, drop_next, capture, redirect
@@ -497,7 +509,10 @@ class _Tokenizer:
                 if words:
                     if not budget.take_command():
                         return
-                    yield _Raw(words, unresolved, conditional, heredoc, redirect)
+                    yield _Raw(
+                        words, unresolved, conditional, heredoc, redirect, self.failures[failed:]
+                    )
+                failed = len(self.failures)
                 # the command after `&&` / `||` may not run; one after `|` runs in a subshell
                 conditional = logical or c == "|"
                 words, unresolved = [], []
@@ -603,7 +618,7 @@ class _Tokenizer:
         end_word()
         heredoc = self._read_heredocs(pending) if pending else None
         if words and budget.take_command():
-            yield _Raw(words, unresolved, conditional, heredoc, redirect)
+            yield _Raw(words, unresolved, conditional, heredoc, redirect, self.failures[failed:])
 
     def words_only(self) -> list[str]:
         out: list[str] = []
@@ -666,8 +681,12 @@ def _run_script(
         tok.unknown.add(name)
 
     depth = 0  # inside if / while / until / for / case: assignments may not happen
+    stopped: list[str] = []  # an unconditional command the shell exits on: nothing after runs
     for raw in tok.commands():
         words, unresolved, after_logical = raw.words, raw.unresolved, raw.conditional
+        fails = stopped + raw.fails
+        if raw.fails and not stopped and depth == 0 and not after_logical:
+            stopped = [f"{f} (in an earlier command)" for f in raw.fails]
         ws = list(words)
         if ws and ws[0] in ("if", "while", "until", "for", "case"):
             depth += 1
@@ -752,6 +771,7 @@ def _run_script(
                 env={**snapshot, **prefix} if prefix else snapshot,
                 unresolved=list(unresolved),
                 files=files_snapshot,
+                fails=fails,
             )
         )
     return out

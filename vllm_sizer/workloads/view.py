@@ -24,6 +24,9 @@ class ContainerView:
     model_uri: str | None = None
     llmisvc: bool = False
     notes: list[tuple[Severity, str]] = field(default_factory=list)  # (severity, message)
+    # the platform creates no running container from this (KServe cannot render the
+    # runtime's template): said as an error on which the pod will not start (never sized)
+    stops: str | None = None
     skip_reason: str | None = None
     injected_env: tuple[str, ...] = ()  # set by a controller at runtime (values unknown)
     # set by a controller with values known from the object (LWS_GROUP_SIZE: the LWS size)

@@ -35,6 +35,10 @@ class Diagnostic:
     flag: str | None = None
     raw: str | None = None
     container: str | None = None  # set by the workload reader
+    # vLLM stops on this before it serves (its parser exits with status 2, or its configuration
+    # check raises at start-up): the pod will not start, and it is not sized
+    # (policy/review.py: "will-not-start")
+    exits: bool = False
 
     def __str__(self) -> str:
         where = (
@@ -213,20 +217,19 @@ _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
 _SUFFIX = {"": 1, "k": 10**3, "K": 2**10, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
 MAX_CROSS_VERSION = 32  # rejected options checked against every known version's list
 MAX_TOKENS = 1 << 40  # larger token counts or byte sizes are absurd input, not configuration
-# Values argparse accepts for flags with `choices` (the vLLM source cited per flag).
-CHOICES = {
-    # KVOffloadingBackend = Literal["native", "lmcache"]: 0.11.1-0.33.0 vllm/config/cache.py
-    # (0.11.1:35, 0.19.0:27, 0.33.0:178)
-    "kv_offloading_backend": ("native", "lmcache"),
-}
-
-
-# Settings whose vLLM config field is Optional: argparse's type is optional_type(...), which
-# reads "" and "None" as None, i.e. the default (vllm 0.33.0 engine/arg_utils.py:173-179 and
-# :435-437; vllm/config/cache.py:374 kv_cache_memory_bytes: int | None, :383 kv_offloading_size:
-# float | None). Both flags came in with the config-dataclass parser; earlier versions that
-# have them are assumed to read "" the same way.
-OPTIONAL_DESTS = frozenset({"kv_cache_memory_bytes", "kv_offloading_size_gib"})
+# Options whose `choices` (recorded per version in data/vllm_flags.json) are checked: those that
+# come from a Literal of vLLM's config that no platform extends. Choices a platform or a vendor
+# build extends (quantization, load_format, device, block_size and kv_cache_dtype on HPU / ROCm
+# builds, parsers, backends) are not checked: a value outside upstream's list may be valid there.
+CHECKED_CHOICES = frozenset(
+    {
+        "dtype",
+        "lora_dtype",
+        "max_lora_rank",
+        "kv_offloading_backend",
+        "performance_mode",
+    }
+)
 # A value still holding a shell expansion the reader could not resolve (`$X`, `${X}`,
 # `$((…))`); not Kubernetes' `$(X)`, which reaches vLLM as written when X is not defined.
 _UNEXPANDED = re.compile(r"\$(?:[A-Za-z_{]|\(\()")
@@ -290,11 +293,13 @@ class ParsedVllm:
                         Diagnostic("error", f"settings rejected: {exc.errors()[0]['msg']}")
                     )
                     return None, diags
+                why = {str(e["loc"][0]): str(e["msg"]) for e in exc.errors() if e.get("loc")}
                 for key in bad & set(data):
                     diags.append(
                         Diagnostic(
                             "error",
-                            "value rejected, vLLM's default used instead",
+                            f"the estimate cannot use it ({why.get(key, 'invalid')}): not sized "
+                            "at this value, sized as if the flag were not set",
                             flag="--" + key.replace("_", "-"),
                             raw=str(data[key]),
                         )
@@ -571,7 +576,7 @@ def parse_vllm_args(
                         )
                     )
                 else:
-                    _apply_config_file(out, loaded, version)
+                    _apply_config_file(out, loaded, version, table)
             continue
         flag = m.option
         kind = "v" if dot else m.kind  # `--json-arg.key value`: one value
@@ -616,6 +621,16 @@ def parse_vllm_args(
             if m.dest == "kv_transfer_config" and values:
                 _set_dotted(out.kv_transfer_dotted, _sub.split("."), values[0])
             continue  # other keys of JSON arguments: no memory effect read
+        vt = used.types.get(flag)
+        # a value known only when the container runs (said by the shell reader) is not judged
+        if vt is not None and values and not any(_UNEXPANDED.search(v) for v in values):
+            if vt.choices is not None and m.dest not in CHECKED_CHOICES:
+                vt = dataclasses.replace(vt, choices=None)
+            said = _value_rejection(flag, values, vt, used, version, lookup, pname, version_floor)
+            if said is not None:
+                out.diagnostics.append(said)
+                if said.severity == "error":
+                    continue  # vLLM exits (or may): nothing of it is read
         spec = _dest_spec(m.dest)
         if spec is None or spec[0] is None:
             if m.dest == "lora_modules" or (
@@ -644,24 +659,23 @@ def parse_vllm_args(
         if auto is not None:
             out.diagnostics.append(auto)
             continue
-        if target in OPTIONAL_DESTS and raw in ("", "None"):
+        if vt is not None and vt.optional and raw in ("", "None"):
             continue  # vLLM's optional_type reads these as None: its default, no error
         try:
-            value = _convert(conv, raw, target)
+            value = _convert(conv, raw, target, vt, version)
         except ValueError as exc:
             if _UNEXPANDED.search(raw):  # the shell reader already said the value is unknown
                 out.diagnostics.append(
                     Diagnostic(
                         "info",
-                        "value known only when the container runs; vLLM's default used",
+                        "value known only when the container runs: sized as if the flag were "
+                        "not set",
                         flag,
                         raw,
                     )
                 )
             else:
-                out.diagnostics.append(
-                    Diagnostic("error", f"{exc}; vLLM's default used instead", flag, raw)
-                )
+                out.diagnostics.append(_out_of_range(exc, flag, raw))
             continue
         if target == "model":
             if (
@@ -688,17 +702,6 @@ def parse_vllm_args(
             obj = _json_value(raw, version, out.diagnostics, flag)
             if obj is not None:
                 out.kv_transfer_json = obj
-            continue
-        if conv == "choice" and value not in CHOICES[target]:
-            out.diagnostics.append(
-                Diagnostic(
-                    "error",
-                    f"invalid choice (vLLM accepts {', '.join(CHOICES[target])}): "
-                    + ("vLLM exits, the pod will not start" if strict else "ignored"),
-                    flag,
-                    raw,
-                )
-            )
             continue
         out.values[target] = value
     kv = out.kv_transfer_dotted or out.kv_transfer_json
@@ -760,6 +763,78 @@ def _valueless_with_value(
         f"vLLM {used.version}'s {why}: vLLM exits, the pod will not start",
         flag,
         explicit,
+    )
+
+
+PARSER_EXIT = "vLLM exits at start-up (argparse, status 2): the pod will not start"
+
+
+def _rejected_text(flag: str, exc: vf.Rejected) -> str:
+    """vLLM's own words for a value its parser rejects (or the exception it dies of)."""
+    if exc.crash:
+        return f"{exc} (argparse does not catch it: vLLM exits with a traceback)"
+    return f"argument {flag}: {exc}"
+
+
+def _value_rejection(
+    flag: str,
+    values: list[str],
+    vt: vf.ValueType,
+    used: vf.OptionTable,
+    version: VllmVersion | None,
+    lookup: str,
+    pname: vf.Parser,
+    floor: str | None,
+) -> Diagnostic | None:
+    """The diagnostic for values the version's parser rejects (its `type` or `choices`), None
+    when it takes them. With no version, and versions that differ, said as for a valueless
+    flag given a value: a warning naming which versions exit (read as the others read it)."""
+
+    def rejection(t: vf.OptionTable, v: vf.ValueType) -> vf.Rejected | None:
+        for raw in values:
+            try:
+                vf.convert_value(v, raw)
+            except vf.Rejected as exc:
+                return exc
+        return None
+
+    exc = rejection(used, vt)
+    raw = values[0] if len(values) == 1 else " ".join(values)
+    if version is None:
+        every = _range_of(None, pname, floor)
+        verdicts = []
+        for t in every:
+            m = vf.match(t, lookup)
+            tv = t.types.get(m.option or "")
+            if m.option is None:
+                continue  # a version without the option: said by the option's own check
+            if tv is not None and tv.choices is not None and m.dest not in CHECKED_CHOICES:
+                tv = dataclasses.replace(tv, choices=None)
+            verdicts.append((t.version, rejection(t, tv) if tv is not None else None))
+        rejecting = [v for v, e in verdicts if e is not None]
+        taking = [v for v, e in verdicts if e is None]
+        if rejecting and taking:
+            shown = next(e for _, e in verdicts if e is not None)
+            assert shown is not None
+            return Diagnostic(
+                "warning",
+                f"vLLM {_spans(rejecting)} reject it ({_rejected_text(flag, shown)}), "
+                f"{_spans(taking)} take it; the image tag does not say which version runs: "
+                "with one that rejects it vLLM exits at start-up and the pod will not start",
+                flag,
+                raw,
+            )
+        if not rejecting:
+            return None
+    if exc is None:
+        return None
+    who = f"vLLM {used.version}" if version is not None else "every vLLM version it can be"
+    return Diagnostic(
+        "error",
+        f"{who} rejects it: {_rejected_text(flag, exc)}; {PARSER_EXIT}",
+        flag,
+        raw,
+        exits=True,
     )
 
 
@@ -946,7 +1021,8 @@ _TRUE = ("true", "1", "yes", "y", "on")
 # Counts of processes, ranks and adapter slots past which no deployment is real (assumed; the
 # largest published run tensor-parallel 16, data-parallel a few hundred ranks across nodes):
 # a typo (`-tp 40000`, a KServe workerSpec of 10**12) would be sized as that many worker
-# processes, petabytes. Past the bound the value is out of range, said, and vLLM's default used.
+# processes, petabytes. Past the bound the value is out of range, said, and sized as if the flag
+# were not set (vLLM's parser takes such a value: said so, never that vLLM uses its default).
 MAX_RANKS = 1024
 COUNT_MAX: dict[str, int] = {
     "tensor_parallel_size": MAX_RANKS,
@@ -987,33 +1063,178 @@ def _auto_model_len(raw: str, flag: str, version: VllmVersion | None) -> Diagnos
     )
 
 
-def _convert(kind: Kind, raw: str, target: str | None = None) -> Any:
-    if kind == "tokens":
-        return parse_token_count(raw)
-    if kind in ("int", "index"):  # an index (a rank) may be 0
+class OutOfRange(ValueError):
+    """A value vLLM's parser takes that this reader does not size: past a bound no deployment
+    reaches (COUNT_MAX, MAX_TOKENS) or below what a count can be. `startup`: vLLM's
+    configuration check rejects it when the server starts (the source cited in the message)."""
+
+    def __init__(self, message: str, startup: bool = False) -> None:
+        super().__init__(message)
+        self.startup = startup
+
+
+# Values vLLM's parser takes and its configuration check rejects when the server starts (a
+# ValueError or pydantic ValidationError out of create_engine_config: status 1, before it
+# serves): setting → (rule, the test, first version read to check it, where).
+STARTUP_RULES: dict[str, list[tuple[str, Callable[[float], bool], tuple[int, ...], str]]] = {
+    "gpu_memory_utilization": [
+        (
+            "must be at most 1",
+            lambda v: v > 1,
+            (0, 6),
+            "0.6.0:vllm/config.py:639, 0.11.0:vllm/config/cache.py:168; Field(gt=0, le=1) "
+            "0.11.1:vllm/config/cache.py:50, 0.33.0:vllm/config/cache.py:215",
+        ),
+        (
+            "must be above 0",
+            lambda v: not v > 0,
+            (0, 11, 1),
+            "Field(gt=0, le=1) 0.11.1:vllm/config/cache.py:50, 0.33.0:vllm/config/cache.py:215",
+        ),
+    ],
+    "cpu_offload_gb": [
+        (
+            "must be at least 0",
+            lambda v: not v >= 0,
+            (0, 8, 5),
+            "0.8.5:vllm/config.py:1390, 0.11.0:vllm/config/cache.py:164; Field(ge=0) "
+            "0.11.1:vllm/config/cache.py:84, 0.33.0:vllm/config/offload.py:23",
+        )
+    ],
+    "max_loras": [
+        (
+            "must be at least 1",
+            lambda v: v < 1,
+            (0, 6),
+            "0.6.0:vllm/config.py:1521; Field(ge=1) 0.11.1:vllm/config/lora.py:37, "
+            "0.33.0:vllm/config/lora.py:36",
+        )
+    ],
+    "max_num_seqs": [
+        (
+            "must be at least 1",
+            lambda v: v < 1,
+            (0, 11, 1),
+            "Field(ge=1) 0.11.1:vllm/config/scheduler.py:44, 0.33.0:vllm/config/scheduler.py:62",
+        )
+    ],
+    "max_num_batched_tokens": [
+        (
+            "must be at least 1",
+            lambda v: v < 1,
+            (0, 11, 1),
+            "Field(ge=1) 0.11.1:vllm/config/scheduler.py:37, 0.33.0:vllm/config/scheduler.py:48",
+        )
+    ],
+    **{
+        key: [
+            (
+                "must be at least 1",
+                lambda v: v < 1,
+                (0, 23),
+                f"Field(ge=1) 0.23.0:vllm/config/parallel.py:{line}, "
+                f"0.33.0:vllm/config/parallel.py:{line33}",
+            )
+        ]
+        for key, line, line33 in (
+            ("pipeline_parallel_size", 112, 140),
+            ("tensor_parallel_size", 114, 142),
+            ("data_parallel_size", 118, 147),
+        )
+    },
+}
+
+
+def _startup_check(target: str | None, value: float, version: VllmVersion | None) -> None:
+    """OutOfRange(startup=True) when vLLM's configuration check rejects the value at start-up
+    in this version (an unknown version: the newest's rule)."""
+    for rule, rejects, since, where in STARTUP_RULES.get(target or "", []):
+        if rejects(value) and (version is None or version.at_least(*since)):
+            key = (target or "").replace("_", "-")
+            raise OutOfRange(
+                f"vLLM rejects it when it builds its configuration at start-up ({key} {rule}: "
+                f"{where})",
+                startup=True,
+            )
+
+
+def _convert(
+    kind: Kind,
+    raw: str,
+    target: str | None = None,
+    vt: vf.ValueType | None = None,
+    version: VllmVersion | None = None,
+) -> Any:
+    """The value as vLLM's parser makes it (`vt`: the version's conversion; without one the
+    text is read as the kind says), checked against vLLM's start-up rules and this reader's
+    bounds. ValueError (OutOfRange for a value vLLM's parser takes) when it is not sized."""
+    numeric = kind in ("tokens", "int", "index", "float")
+    value: Any
+    if numeric and vt is not None and (vt.convert in ("int", "float") or vt.convert[:4] == "hint"):
         try:
-            v = int(raw.strip())
+            value = vf.convert_value(dataclasses.replace(vt, choices=None), raw)
+        except vf.Rejected as exc:  # this version rejects it, another takes it (said): not read
+            raise ValueError(str(exc)) from None
+        if value is None:
+            raise ValueError("None: vLLM's default")
+    elif kind == "tokens":
+        value = parse_token_count(raw)
+    elif kind in ("int", "index"):
+        try:
+            value = int(raw.strip())
         except ValueError:
             raise ValueError("not an integer") from None
-        cap = COUNT_MAX.get(target or "", MAX_TOKENS)
-        if v < (0 if kind == "index" else 1) or v > cap:
-            raise ValueError("out of range" + (f" (above {cap})" if v > cap < MAX_TOKENS else ""))
-        return v
-    if kind == "float":
+    elif kind == "float":
         try:
-            f = float(raw.strip())
+            value = float(raw.strip())
         except ValueError:
             raise ValueError("not a number") from None
-        if not (f == f) or f < 0 or f > 1e6:  # NaN, negative, absurd
-            raise ValueError("out of range")
-        return f
-    return raw
+    else:
+        return raw
+    _startup_check(target, value, version)
+    if kind == "float":
+        value = float(value)
+        if not (value == value) or value < 0 or value > 1e6:  # NaN, negative, absurd
+            raise OutOfRange("out of range")
+        return value
+    cap = COUNT_MAX.get(target or "", MAX_TOKENS)
+    if value > cap:
+        raise OutOfRange(
+            f"out of range (above {cap}): vLLM's parser takes it, but no deployment runs with "
+            "that many"
+        )
+    if value < (0 if kind == "index" else 1):
+        raise OutOfRange("out of range")
+    return int(value)
+
+
+def _out_of_range(exc: ValueError, flag: str, raw: str, where: str = "") -> Diagnostic:
+    """The diagnostic for a value `_convert` does not size."""
+    if isinstance(exc, OutOfRange) and exc.startup:
+        return Diagnostic(
+            "error",
+            f"{exc}{where}; vLLM exits at start-up: the pod will not start",
+            flag,
+            raw,
+            exits=True,
+        )
+    return Diagnostic(
+        "error",
+        f"{exc}{where}; not sized at this value: sized as if the flag were not set",
+        flag,
+        raw,
+    )
 
 
 def _apply_config_file(
-    out: ParsedVllm, loaded: dict[str, Any], version: VllmVersion | None = None
+    out: ParsedVllm,
+    loaded: dict[str, Any],
+    version: VllmVersion | None = None,
+    table: vf.OptionTable | None = None,
 ) -> None:
-    """A `--config` YAML: keys like CLI flags (without dashes); the command line wins."""
+    """A `--config` YAML: keys like CLI flags (without dashes); the command line wins. vLLM
+    turns each key into `--key str(value)` for its parser (0.33.0:vllm/utils/argparse_utils.py:
+    569-604), so a value its parser rejects stops it as on the command line."""
     for k, v in loaded.items():
         key = str(k).replace("_", "-")
         spec = FLAGS.get(key)
@@ -1036,13 +1257,33 @@ def _apply_config_file(
             )
             continue
         value: Any
+        vt = table.types.get("--" + key) if table is not None and kind != "bool" else None
+        if vt is not None and vt.choices is not None and target not in CHECKED_CHOICES:
+            vt = dataclasses.replace(vt, choices=None)
+        if vt is not None:
+            try:
+                vf.convert_value(vt, str(v))
+            except vf.Rejected as exc:
+                out.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        f"vLLM {table.version if table else ''} rejects it (in --config): "
+                        f"{_rejected_text('--' + key, exc)}; {PARSER_EXIT}",
+                        "--" + key,
+                        str(v),
+                        exits=True,
+                    )
+                )
+                continue
+            if vt.optional and str(v) in ("", "None"):
+                continue
         try:
             if kind == "bool":
                 value = v if isinstance(v, bool) else _bool_text(str(v))
             else:
-                value = _convert(kind, str(v), target)
+                value = _convert(kind, str(v), target, vt, version)
         except ValueError as exc:
-            out.diagnostics.append(Diagnostic("error", f"{exc} (in --config)", "--" + key, str(v)))
+            out.diagnostics.append(_out_of_range(exc, "--" + key, str(v), " (in --config)"))
             continue
         if target == "model":
             out.config_model = value
@@ -1136,22 +1377,67 @@ def find_invocation(argv: list[str]) -> tuple[list[str], bool] | None:
     return None
 
 
-def env_settings(env: dict[str, str]) -> tuple[dict[str, Any], list[Diagnostic]]:
-    """Settings from literal environment values (VLLM_CPU_KVCACHE_SPACE, VLLM_TARGET_DEVICE)."""
+# From 0.11.1 the engine evaluates every vLLM variable once at start-up on any device
+# (enable_envs_cache: 0.11.1:vllm/v1/engine/core.py:652, 0.33.0:vllm/envs.py:2310-2328 called
+# from 0.33.0:vllm/v1/engine/core.py:248): a variable vLLM converts with int() stops it when set
+# to anything else. Before, VLLM_CPU_KVCACHE_SPACE was read by the CPU backend only.
+ENVS_READ_AT_START = (0, 11, 1)
+
+
+def env_settings(
+    env: dict[str, str], device: str | None = None, version: VllmVersion | None = None
+) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Settings from literal environment values (VLLM_CPU_KVCACHE_SPACE, VLLM_TARGET_DEVICE).
+    `device` / `version`: the container's, when known (they say whether vLLM reads a bad
+    VLLM_CPU_KVCACHE_SPACE and so stops on it)."""
     values: dict[str, Any] = {}
     diags: list[Diagnostic] = []
     raw = env.get("VLLM_CPU_KVCACHE_SPACE")
-    if raw is not None and raw != "":
+    if raw is not None:
+        # vLLM reads it with int() whenever it is set, "" included (0.8.5:vllm/envs.py:363-364,
+        # 0.11.0:vllm/envs.py:628-630, 0.33.0:vllm/envs.py:896-900)
         try:
-            gib = float(raw)
-            if not 0 <= gib <= 1e6:
-                raise ValueError
-            values["cpu_kvcache_space_gib"] = gib
+            gib: int | None = int(raw)
         except ValueError:
+            gib = None
+        if gib is None and raw.strip() == "":
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    "set but empty: vLLM reads it with int(), and int('') raises ValueError when "
+                    "it does (the CPU backend; every device from 0.11.1, when the engine reads "
+                    "all its variables at start-up): remove it or set a whole number of GiB",
+                    "VLLM_CPU_KVCACHE_SPACE",
+                    raw,
+                )
+            )
+        elif gib is None:
+            text = f"ValueError: invalid literal for int() with base 10: {raw!r}"
+            read = device == "cpu" or (
+                version is not None and version.at_least(*ENVS_READ_AT_START)
+            )
+            diags.append(
+                Diagnostic(
+                    "error" if read else "warning",
+                    f"not a whole number of GiB: vLLM reads it with int() (vllm/envs.py): {text}; "
+                    + (
+                        "vLLM exits at start-up: the pod will not start"
+                        if read
+                        else "the CPU backend, and every device from vLLM 0.11.1, exits on it "
+                        "at start-up"
+                    ),
+                    "VLLM_CPU_KVCACHE_SPACE",
+                    raw,
+                    exits=read,
+                )
+            )
+        elif 0 <= gib <= 1e6:
+            values["cpu_kvcache_space_gib"] = float(gib)
+        else:
             diags.append(
                 Diagnostic(
                     "error",
-                    "not a number of GiB; vLLM's default used instead",
+                    "out of range: not sized at this value, sized as if it were not set",
                     "VLLM_CPU_KVCACHE_SPACE",
                     raw,
                 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
@@ -26,12 +26,28 @@ _NEG = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 
 
 @dataclass(frozen=True)
+class ValueType:
+    """How a version's parser converts one option's value (argparse `type` and `choices`, read
+    by scripts/gen_vllm_flags.py from the parser itself). `convert`: "int" / "float" (Python's
+    int() / float()), "hint" (vLLM's human_readable_int: k/m/g decimal, K/M/G binary),
+    "hint-t" (also t/T), "hint-auto" / "hint-t-auto" (also `auto` and -1), "" (the text as
+    written); `optional`: "" and "None" are read as None (vLLM's optional_type)."""
+
+    convert: str
+    optional: bool = False
+    choices: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
 class OptionTable:
     version: str  # the known version whose list this is
     parser: Parser
     options: dict[str, tuple[str, str]]  # option string → (dest, kind)
     allow_abbrev: bool = True
     keys: tuple[str, ...] = ()  # the option strings, sorted (prefix search)
+    # option string → (how the parser converts its value, the values it allows or None):
+    # see ValueType (options taken as written, or whose conversion is not recorded, are absent)
+    types: dict[str, ValueType] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.keys:
@@ -95,8 +111,22 @@ def _tables() -> dict[str, dict[str, OptionTable]]:
                 pname,
                 {k: (v[0], v[1]) for k, v in opts.items()},
                 bool(e.get("allow_abbrev", True)),
+                types={k: t for k, v in opts.items() if (t := _value_type(v[2:])) is not None},
             )
     return out
+
+
+def _value_type(rec: list[Any]) -> ValueType | None:
+    """[type] or [type, choices] of the generated file (after [dest, kind])."""
+    if not rec:
+        return None
+    code = str(rec[0])
+    choices = rec[1] if len(rec) > 1 and isinstance(rec[1], list) and rec[1] else None
+    return ValueType(
+        code.removeprefix("?"),
+        code.startswith("?"),
+        tuple(choices) if choices is not None else None,
+    )
 
 
 def known_versions() -> list[str]:
@@ -179,3 +209,79 @@ def looks_like_option(token: str) -> bool:
     if not token.startswith("-") or token == "-" or token == "--":
         return token == "--"
     return _NEG.match(token) is None
+
+
+class Rejected(ValueError):
+    """The parser's error for a value (argparse's text after `argument FLAG: `), or
+    `crash`: an exception argparse does not catch (vLLM exits with a traceback, status 1)."""
+
+    def __init__(self, message: str, crash: bool = False) -> None:
+        super().__init__(message)
+        self.crash = crash
+
+
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _human_readable_int(value: str, with_t: bool) -> int:
+    """vLLM's human_readable_int (0.33.0:vllm/utils/argparse_utils.py:30-74; without t/T
+    before: 0.11.0:vllm/engine/arg_utils.py:1740-1776, 0.8.5:arg_utils.py:1676-1712). A suffix
+    the version's tables lack falls through to int() (ValueError)."""
+    value = value.strip()
+    m = _HUMAN.fullmatch(value)
+    if m and (with_t or m[2] not in "tT"):
+        number, suffix = m[1], m[2]
+        if suffix in _DECIMAL:
+            f = float(number) * _DECIMAL[suffix]
+            if f != f or f in (float("inf"), float("-inf")):
+                raise Rejected("OverflowError: cannot convert float infinity to integer", True)
+            return int(f)
+        try:
+            return int(number) * _BINARY[suffix]
+        except ValueError:
+            raise Rejected(
+                f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean "
+                f"to use {number}{suffix.lower()} instead?"
+            ) from None
+    return int(value)
+
+
+def convert_value(vt: ValueType, raw: str) -> Any:
+    """The value vLLM's parser makes of `raw` (argparse's _get_values → _get_value →
+    _check_value, CPython 3.10-3.13), or Rejected with argparse's message. None: "" or "None"
+    of an optional_type (vLLM's default)."""
+    if vt.optional and raw in ("", "None"):
+        value: Any = None
+    else:
+        code = vt.convert
+        try:
+            if code == "int":
+                value = int(raw)
+            elif code == "float":
+                value = float(raw)
+            elif code.startswith("hint"):
+                s = raw.strip()
+                if code.endswith("-auto") and (s == "-1" or s.lower() == "auto"):
+                    value = -1
+                else:
+                    value = _human_readable_int(raw, "-t" in code)
+            else:
+                value = raw
+        except Rejected:
+            raise
+        except ValueError:
+            # optional_type wraps the function in parse_type, whose message names it (0.33.0:
+            # vllm/engine/arg_utils.py:161-179); argparse names a bare one by __name__
+            func = {"int": "int", "float": "float"}.get(code, "human_readable_int")
+            if code.endswith("-auto"):
+                func += "_or_auto"
+            if vt.optional:
+                shown = f"<class '{func}'>" if func in ("int", "float") else f"<function {func}>"
+                raise Rejected(f"Value {raw} cannot be converted to {shown}.") from None
+            raise Rejected(f"invalid {func} value: {raw!r}") from None
+    if vt.choices is not None and value not in vt.choices:
+        shown = ", ".join(repr(c) for c in vt.choices if c is not None)
+        raise Rejected(f"invalid choice: {value!r} (choose from {shown})")
+    return value
