@@ -300,3 +300,22 @@ def test_env_from_a_config_map_in_the_context_gives_its_values():
     assert w.env_from == ["secretRef hf"]  # the one source whose values are unknown
     (w,) = read_workloads(pod({**c, "envFrom": c["envFrom"][:1]}), ctx)
     assert w.env_from == [] and not any("envFrom" in m for m in messages(w))
+
+
+def test_conditional_assignment_of_an_unknown_value_to_an_empty_name_is_unknown():
+    # OpenDataHub's vllm-multinode-runtime worker: NODE_RANK="" then set in a retry loop from a
+    # command substitution; --node-rank=${NODE_RANK} is known only at run time, never ''
+    script = ('NODE_RANK=""\nfor i in $(seq 15); do\n  NODE_RANK=$(getent hosts x | head -1)\n'
+              '  [ -n "$NODE_RANK" ] && break\ndone\n'
+              'exec vllm serve Qwen/Qwen3-8B --nnodes 2 --headless --node-rank=${NODE_RANK}')
+    w = one(yaml.safe_dump(pod({"image": "vllm/vllm-openai:v0.12.0",
+                                "command": ["bash", "-c", script]})))
+    assert w.settings is not None and w.model == "Qwen/Qwen3-8B"
+    assert not [m for m in messages(w, "error") if "node-rank" in m], messages(w)
+    assert any("node-rank" in m and "known only when the container runs" in m
+               for m in messages(w)), messages(w)
+    # a known non-empty default the branch may override is kept (test_runtime_with_bash_script...)
+    script = 'M=/a/Qwen/Qwen3-4B\nif [ -z "$X" ]; then M=$(cat /f); fi\nvllm serve $M'
+    w = one(yaml.safe_dump(pod({"image": "vllm/vllm-openai:v0.11.0",
+                                "command": ["bash", "-c", script]})))
+    assert w.model.endswith("Qwen/Qwen3-4B")

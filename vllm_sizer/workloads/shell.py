@@ -680,6 +680,12 @@ def _run_script(
             changed = True
         tok.unknown.add(name)
 
+    def _forget_unset(assigned: dict[str, str], unresolved: list[str]) -> None:
+        """A skipped conditional assignment of an unknown value to an unset or empty name."""
+        for name, value in assigned.items():
+            if not vars_.get(name) and _holds_unresolved(value, unresolved):
+                _forget(name)
+
     depth = 0  # inside if / while / until / for / case: assignments may not happen
     stopped: list[str] = []  # an unconditional command the shell exits on: nothing after runs
     for raw in tok.commands():
@@ -697,7 +703,10 @@ def _run_script(
         if not ws:
             continue
         # A conditional assignment is applied only when its value is fully known: an
-        # unknown value must not replace a known one on a branch that may not run.
+        # unknown value must not replace a known one on a branch that may not run (a default
+        # the branch may override). A variable that is unset or empty before it has no value
+        # to keep: the branch is its only source (`RANK=""; for ...; do RANK=$(...); done`),
+        # so it becomes unknown rather than empty.
         skip_assign = (depth > 0 or after_logical) and bool(unresolved)
         arrays = [a for a in (_ARRAY_WORD.match(w) for w in ws) if a]
         if arrays and len(arrays) == len(ws):  # only array assignments: NAME=( ) / NAME+=( )
@@ -720,6 +729,7 @@ def _run_script(
             k += 1
         if k == len(ws):  # only assignments: shell variables (exported if already exported)
             if skip_assign:
+                _forget_unset(prefix, unresolved)
                 continue
             for name, value in prefix.items():
                 if not budget.take_assignment(name, value) or _holds_unresolved(value, unresolved):
@@ -734,6 +744,10 @@ def _run_script(
         cmd = ws[k:]
         if cmd[0] == "export" or (cmd[0] in ("declare", "typeset") and "-x" in cmd[1:]):
             if skip_assign:
+                _forget_unset(
+                    {m.group(1): m.group(2) for m in map(_ASSIGN_RE.match, cmd[1:]) if m},
+                    unresolved,
+                )
                 continue
             for arg in cmd[1:]:
                 m = _ASSIGN_RE.match(arg)
