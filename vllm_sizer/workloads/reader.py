@@ -349,16 +349,18 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
     if templates.is_template(obj):
         return _read_template(obj, context)
     with limits.budget() as budget:
+        if not isinstance(obj, dict):
+            return []
+        ctx = context if isinstance(context, ReadContext) else ReadContext()
         try:
-            if not isinstance(obj, dict):
-                return []
-            ctx = context if isinstance(context, ReadContext) else ReadContext()
             views = _views(obj, ctx)
             if not views:
                 return []
             info = _ObjectInfo.of(obj, ctx)
-        except Exception:  # noqa: BLE001 - the reader must never raise
-            return []
+        except Exception as exc:  # noqa: BLE001 - the reader must never raise
+            # never "not vLLM" for an object that could not be read: that would admit it
+            # unsized without a word
+            return [_unreadable(obj, ctx, exc)]
         out: list[Workload] = []
         try:
             over = _past_container_bound(info, views)
@@ -396,6 +398,43 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
         except Exception:  # noqa: BLE001 - the reader must never raise
             pass
         return out
+
+
+def _unreadable(obj: dict[str, Any], ctx: ReadContext, exc: Exception) -> Workload:
+    """The one Workload of an object whose containers could not be found (an internal error of
+    the reader): unsized, never patched, with the error said."""
+    try:
+        info = _ObjectInfo.of(obj, ctx)
+    except Exception:  # noqa: BLE001 - the reader must never raise
+        meta = _dict(obj.get("metadata"))
+        info = _ObjectInfo(
+            kind=str(obj.get("kind")),
+            api_version=str(obj.get("apiVersion")),
+            namespace=_str(meta.get("namespace")),
+            name=_str(meta.get("name")) or "",
+            annotations={},
+            skip_reason=None,
+            context=ctx,
+        )
+    view = ContainerView(
+        name="(object)",
+        container={},
+        pod_spec={},
+        container_path="",
+        resources_path="",
+        patchable=False,
+        bare=True,
+    )
+    what = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return _bare(
+        info,
+        view,
+        [
+            Diagnostic(
+                "error", f"internal error finding this object's containers ({what}): not sized"
+            )
+        ],
+    )
 
 
 def _read_template(obj: dict[str, Any], context: ReadContext | None) -> list[Workload]:

@@ -16,6 +16,7 @@ import concurrent.futures
 import functools
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -75,14 +76,43 @@ def api_client_for(host: str, token: str | None = None, verify_ssl: bool = True)
     return client.ApiClient(cfg)
 
 
+_GROUP_VERSION = re.compile(r"(?:[a-z0-9]([a-z0-9.-]*[a-z0-9])?/)?[a-z0-9]+")
+_PLURAL = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?")
+
+
+def path_segment_name(value: Any) -> bool:
+    """Whether `value` can name an object in a request path, as the API server's
+    IsValidPathSegmentName rules: a non-empty string, neither `.` nor `..`, without `/` or
+    `%`. Names written by users where the API server does not validate them (an
+    ownerReference's, an Event's involvedObject) must pass this before a request is built:
+    `.` would make urllib3 drop the segment and turn a GET of one object into a LIST."""
+    return (
+        isinstance(value, str)
+        and value not in ("", ".", "..")
+        and "/" not in value
+        and "%" not in value
+    )
+
+
 def resource_path(
     api_version: str, plural: str, namespace: str | None = None, name: str | None = None
 ) -> str:
+    """The request path of a collection (`name` None) or of one object. Raises ValueError for
+    an api_version, plural, namespace or name that is not one path segment of its kind (see
+    `path_segment_name`): a path is never built from a value that could point elsewhere."""
+    if not isinstance(api_version, str) or not _GROUP_VERSION.fullmatch(api_version):
+        raise ValueError(f"not an apiVersion: {str(api_version)[:100]!r}")
+    if not isinstance(plural, str) or not _PLURAL.fullmatch(plural):
+        raise ValueError(f"not a resource name: {str(plural)[:100]!r}")
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    if namespace:
+    if namespace is not None and namespace != "":
+        if not path_segment_name(namespace):
+            raise ValueError(f"not a namespace: {str(namespace)[:100]!r}")
         base += f"/namespaces/{quote(namespace, safe='')}"
     base += f"/{plural}"
-    if name:
+    if name is not None:
+        if not path_segment_name(name):
+            raise ValueError(f"not an object name: {str(name)[:100]!r}")
         base += f"/{quote(name, safe='')}"
     return base
 

@@ -214,7 +214,7 @@ class OomWatcher:
             api_version = str(ref.get("apiVersion") or f"{spec[0]}/{spec[1]}")
             try:
                 obj = await self.api.get(resource_path(api_version, spec[2], ns, ref.get("name")))
-            except ApiError as exc:
+            except (ApiError, ValueError) as exc:  # ValueError: a name no request can carry
                 log.info(
                     "owner %s/%s of pod %s not readable: %s",
                     kind,
@@ -222,6 +222,8 @@ class OomWatcher:
                     (pod.get("metadata") or {}).get("name"),
                     exc,
                 )
+                break
+            if not isinstance(obj, dict):
                 break
             if kind in KNOWN_KINDS:
                 target = obj

@@ -1,0 +1,178 @@
+"""Hostile input on the controller's paths (kmock as the API server): Events and owner
+references another tenant controls, bodies deeper than a recursive copy can follow, and
+objects the API server would never send but a Kopf handler must still survive."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+import pytest
+
+from vllm_sizer.operator.controller import PodVerdicts, Sizer
+from vllm_sizer.operator.controller.kube import resource_path
+from vllm_sizer.operator.settings import OperatorSettings
+from vllm_sizer.policy.review import review_object
+from vllm_sizer.workloads.api_names import PODS_ANNOTATION
+
+from ..operator.controller.conftest import (  # noqa: F401 - fixtures
+    DEPLOYMENTS,
+    api,
+    current,
+    events,
+    example,
+    put,
+    settings,
+    stored,
+)
+
+REPLICASETS = "apps/v1/replicasets"
+DENIAL = ('admission webhook "validate.vllm-sizer.io" denied the request: vllm-sizer: '
+          "container vllm: memory limit 8.0Gi is below the estimated peak 24.7Gi")
+
+
+def _victim(kmock, ns: str = "victim") -> dict:
+    """A Deployment and its ReplicaSet in another tenant's namespace."""
+    kmock.resources[REPLICASETS] = {}
+    dep = stored(example("01-cpu-lora-deployment"))
+    dep["metadata"].update(namespace=ns, uid="dep-uid")
+    put(kmock, DEPLOYMENTS, dep)
+    put(kmock, REPLICASETS, {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "rs", "namespace": ns, "uid": "rs-uid",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                          "name": dep["metadata"]["name"], "uid": "dep-uid",
+                                          "controller": True}]}})
+    return dep
+
+
+@pytest.mark.asyncio
+async def test_an_event_naming_another_namespace_never_reaches_it(kmock, api, settings):
+    """A user who may post Events in their own namespace posts a FailedCreate Event whose
+    involvedObject is another tenant's ReplicaSet (the API server accepts a differing
+    involvedObject.namespace on an Event with an eventTime): nothing is read, posted or
+    written in the other namespace."""
+    dep = _victim(kmock)
+    hostile = {"apiVersion": "v1", "kind": "Event", "reason": "FailedCreate", "type": "Warning",
+               "eventTime": "2026-01-01T00:00:00.000000Z",
+               "metadata": {"name": "evil.1", "namespace": "attacker"},
+               "involvedObject": {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                  "namespace": "victim", "name": "rs", "uid": "rs-uid"},
+               "message": f"Error creating: {DENIAL} (forged)"}
+    verdicts = PodVerdicts(api, settings)
+    await verdicts.pod_denied(hostile)
+    assert events(kmock, "victim") == []
+    after = current(kmock, DEPLOYMENTS, "victim", dep["metadata"]["name"])
+    assert PODS_ANNOTATION not in (after["metadata"].get("annotations") or {})
+    assert not [r for r in kmock if "/namespaces/victim/" in str(r.url)]
+
+
+@pytest.mark.parametrize("name", [".", "..", "", "a/b", "%2e%2e", 5, ["x"]])
+def test_resource_path_refuses_a_name_that_is_no_path_segment(name):
+    """An ownerReference's name is not validated by the API server: `.` (urllib3 drops dot
+    segments) would turn a GET of one object into a LIST of the namespace, `..` into a GET of
+    the namespace; "" (or None) into the collection."""
+    with pytest.raises(ValueError):
+        resource_path("apps/v1", "deployments", "ns", name)
+    if name != "":  # no namespace: a cluster-scoped path
+        with pytest.raises(ValueError):
+            resource_path("apps/v1", "deployments", name, "x")
+    assert resource_path("apps/v1", "deployments", "ns", "a.b-c") == (
+        "/apis/apps/v1/namespaces/ns/deployments/a.b-c")
+
+
+@pytest.mark.parametrize("api_version", ["..", "../..", "apps/v1/x", "apps/..", "", 5, "a?b/v1"])
+def test_resource_path_refuses_an_api_version_that_is_no_group_version(api_version):
+    with pytest.raises(ValueError):
+        resource_path(api_version, "deployments", "ns", "x")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", [".", ".."])
+async def test_owner_reference_dot_names_read_nothing(kmock, api, settings, name):
+    _victim(kmock, "llm")
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "llm", "uid": "p1",
+                        "labels": {"vllm-sizer.io/sized": "true"},
+                        "annotations": {"vllm-sizer.io/decision": "mutate: limits.memory a → b"},
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                             "name": name, "uid": "x", "controller": True}]}}
+    verdicts = PodVerdicts(api, settings)
+    await verdicts.pod_sized(pod)
+    gets = [str(r.url) for r in kmock if str(getattr(r.method, "value", r.method)).upper() == "GET"]
+    assert not [u for u in gets if u.rstrip("/").endswith("/deployments")
+                or u.rstrip("/").endswith("/namespaces/llm")], gets
+
+
+def _nested(depth: int):
+    v = "x"
+    for _ in range(depth):
+        v = {"a": v}
+    return v
+
+
+class _RecordingApi:
+    """The API calls the controller makes, answered 200 (kmock's server copies objects by
+    recursion, so it cannot hold one nested this deep)."""
+
+    concurrency = 4
+
+    def __init__(self):
+        self.calls: list[tuple[str, str, object]] = []
+
+    async def get(self, path, **_):
+        self.calls.append(("GET", path, None))
+        return {"items": []}
+
+    async def patch(self, path, body, content_type=None):
+        self.calls.append(("PATCH", path, body))
+        return {}
+
+    async def post(self, path, body):
+        self.calls.append(("POST", path, body))
+        return body
+
+
+class _KopfBody(Mapping):
+    """What Kopf hands a handler: a read-only mapping over the watch event, not a dict."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def __getitem__(self, key):
+        return self._raw[key]
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self):
+        return len(self._raw)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("patch_existing", [True, False])
+async def test_a_deeply_nested_custom_resource_is_sized(patch_existing):
+    """A custom resource may keep free-form fields nested as deep as the API server's decoder
+    allows (10,000): the controller's copy of Kopf's body and its patched copy of the object
+    (ObjectDecision.mutated) must not recurse per level."""
+    dep = stored(example("01-cpu-lora-deployment"))
+    dep["metadata"]["namespace"] = "llm"
+    dep["spec"]["template"]["spec"]["containers"][0]["x-extra"] = _nested(3000)
+    api = _RecordingApi()
+    sizer = Sizer(api, OperatorSettings(patch_existing=patch_existing))
+    result = await sizer.size(_KopfBody(dep))
+    assert result.action == ("patched" if patch_existing else "annotated"), result
+    assert result.reason in ("Sized", "Undersized")
+
+
+def test_mutated_shares_what_the_patch_does_not_touch_and_changes_nothing():
+    dep = example("01-cpu-lora-deployment")
+    dep["spec"]["template"]["spec"]["containers"][0]["x-extra"] = _nested(5000)
+    before = copy.deepcopy(dep["spec"]["template"]["spec"]["containers"][0]["resources"])
+    decision = review_object(dep)
+    assert decision.verdict == "mutate"
+    after = decision.mutated(dep)
+    c0 = after["spec"]["template"]["spec"]["containers"][0]
+    assert c0["resources"] != before
+    assert dep["spec"]["template"]["spec"]["containers"][0]["resources"] == before
+    assert c0["x-extra"] is dep["spec"]["template"]["spec"]["containers"][0]["x-extra"]
