@@ -15,16 +15,7 @@ from vllm_sizer.operator.settings import OperatorSettings
 from vllm_sizer.policy.review import review_object
 from vllm_sizer.workloads.api_names import PODS_ANNOTATION
 
-from ..operator.controller.conftest import (  # noqa: F401 - fixtures
-    DEPLOYMENTS,
-    api,
-    current,
-    events,
-    example,
-    put,
-    settings,
-    stored,
-)
+from ..operator.controller.conftest import DEPLOYMENTS, current, events, example, put, stored
 
 REPLICASETS = "apps/v1/replicasets"
 DENIAL = ('admission webhook "validate.vllm-sizer.io" denied the request: vllm-sizer: '
