@@ -15,6 +15,7 @@ from vllm_sizer.operator.settings import OperatorSettings
 from vllm_sizer.policy.review import review_object
 from vllm_sizer.workloads.api_names import PODS_ANNOTATION
 
+from .corpus_mutants import RecordingApi
 from ..operator.controller.conftest import DEPLOYMENTS, current, events, example, put, stored
 
 REPLICASETS = "apps/v1/replicasets"
@@ -102,28 +103,6 @@ def _nested(depth: int):
     return v
 
 
-class _RecordingApi:
-    """The API calls the controller makes, answered 200 (kmock's server copies objects by
-    recursion, so it cannot hold one nested this deep)."""
-
-    concurrency = 4
-
-    def __init__(self):
-        self.calls: list[tuple[str, str, object]] = []
-
-    async def get(self, path, **_):
-        self.calls.append(("GET", path, None))
-        return {"items": []}
-
-    async def patch(self, path, body, content_type=None):
-        self.calls.append(("PATCH", path, body))
-        return {}
-
-    async def post(self, path, body):
-        self.calls.append(("POST", path, body))
-        return body
-
-
 class _KopfBody(Mapping):
     """What Kopf hands a handler: a read-only mapping over the watch event, not a dict."""
 
@@ -149,7 +128,7 @@ async def test_a_deeply_nested_custom_resource_is_sized(patch_existing):
     dep = stored(example("01-cpu-lora-deployment"))
     dep["metadata"]["namespace"] = "llm"
     dep["spec"]["template"]["spec"]["containers"][0]["x-extra"] = _nested(3000)
-    api = _RecordingApi()
+    api = RecordingApi()
     sizer = Sizer(api, OperatorSettings(patch_existing=patch_existing))
     result = await sizer.size(_KopfBody(dep))
     assert result.action == ("patched" if patch_existing else "annotated"), result
@@ -167,3 +146,65 @@ def test_mutated_shares_what_the_patch_does_not_touch_and_changes_nothing():
     assert c0["resources"] != before
     assert dep["spec"]["template"]["spec"]["containers"][0]["resources"] == before
     assert c0["x-extra"] is dep["spec"]["template"]["spec"]["containers"][0]["x-extra"]
+
+
+HOSTILE_METADATA = [
+    ("metadata", None), ("metadata", 5), ("metadata", ["x"]),
+    ("name", None), ("name", 5), ("name", "."), ("name", ".."), ("name", "a/b"),
+    ("namespace", 5), ("namespace", ".."), ("namespace", ["llm"]),
+    ("annotations", ["x"]), ("annotations", {"vllm-sizer.io/mode": 5}),
+    ("annotations", {5: "x"}), ("annotations", {"vllm-sizer.io/model-config": {"a": 1}}),
+    ("labels", "x"), ("labels", {"app": None}),
+    ("ownerReferences", 5), ("ownerReferences", [5]), ("ownerReferences", "x"),
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("patch_existing", [False, True])
+@pytest.mark.parametrize(("key", "value"), HOSTILE_METADATA)
+async def test_a_kopf_handler_given_a_body_the_api_server_never_sends(key, value,
+                                                                      patch_existing):
+    """Skipped with the reason, no request made, nothing raised (a raise in a Kopf handler
+    is retried forever, with a traceback each time)."""
+    dep = stored(example("01-cpu-lora-deployment"))
+    dep["metadata"]["namespace"] = "llm"
+    if key == "metadata":
+        dep["metadata"] = value
+    else:
+        dep["metadata"][key] = value
+    api = RecordingApi()
+    sizer = Sizer(api, OperatorSettings(patch_existing=patch_existing))
+    for body in (dep, _KopfBody(dep)):
+        assert sizer.wants(body) is False
+        result = await sizer.size(body, {})
+        assert result.action == "skipped" and result.message
+    assert api.calls == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("key", "value"), HOSTILE_METADATA)
+async def test_the_pod_watch_given_a_pod_the_api_server_never_sends(key, value, settings):
+    from vllm_sizer.operator.controller import OomWatcher
+
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "llm", "uid": "p1",
+                        "labels": {"vllm-sizer.io/sized": "true"},
+                        "annotations": {"vllm-sizer.io/decision": "mutate: limits.memory a → b"},
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                             "name": "rs", "uid": "x", "controller": True}]},
+           "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0"}]},
+           "status": {"containerStatuses": [{"name": "vllm", "restartCount": 1, "lastState": {
+               "terminated": {"reason": "OOMKilled"}}}]}}
+    if key == "metadata":
+        pod["metadata"] = value
+    else:
+        pod["metadata"][key] = value
+    api = RecordingApi()
+    watcher = OomWatcher(api, settings, verdicts=PodVerdicts(api, settings))
+    assert await watcher.handle_pod(pod) == []
+    event = {"apiVersion": "v1", "kind": "Event", "reason": "FailedCreate",
+             "metadata": pod["metadata"], "involvedObject": {
+                 "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "x"},
+             "message": f"Error creating: {DENIAL}"}
+    assert await watcher.verdicts.pod_denied(event) is None
+    assert api.calls == []

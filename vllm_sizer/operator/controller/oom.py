@@ -37,7 +37,7 @@ from typing import Any
 
 from ...workloads.api_names import ESTIMATE_ANNOTATION, LAST_OOM_ANNOTATION, SIZED_LABEL
 from ..settings import OperatorSettings
-from .kube import ApiError, KubeApi, resource_path
+from .kube import ApiError, KubeApi, object_problem, resource_path
 from .sizing import INTERMEDIATE_KINDS, KNOWN_KINDS, controller_owner, object_path, post_event
 
 log = logging.getLogger("vllm_sizer.controller.oom")
@@ -178,6 +178,8 @@ class OomWatcher:
         return out
 
     async def handle_pod(self, pod: dict[str, Any]) -> list[OomRecord]:
+        if object_problem(pod) is not None:
+            return []
         meta = pod.get("metadata") or {}
         if (meta.get("labels") or {}).get(SIZED_LABEL) != "true":
             return []

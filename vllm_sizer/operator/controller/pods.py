@@ -34,7 +34,7 @@ from ...workloads.api_names import (
     VALIDATING_WEBHOOK_NAME,
 )
 from ..settings import WATCHED_RESOURCES, OperatorSettings
-from .kube import ApiError, KubeApi, path_segment_name, resource_path
+from .kube import ApiError, KubeApi, object_problem, path_segment_name, resource_path
 from .sizing import controller_owner, digest, event_name, post_event
 
 log = logging.getLogger("vllm_sizer.controller.pods")
@@ -177,6 +177,8 @@ class PodVerdicts:
     async def pod_sized(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """A pod the webhook sized at creation (its own vllm-sizer.io/decision annotation):
         tell its top-level owner, once per (owner, decision)."""
+        if object_problem(pod) is not None:
+            return None
         meta = pod.get("metadata") or {}
         decision = (meta.get("annotations") or {}).get(DECISION_ANNOTATION)
         uid = str(meta.get("uid") or meta.get("name"))
@@ -207,7 +209,9 @@ class PodVerdicts:
             return None
         involved = event.get("involvedObject")
         meta = event.get("metadata")
-        if not isinstance(involved, dict) or not isinstance(meta, dict):
+        if object_problem(event) is not None or not isinstance(involved, dict):
+            return None
+        if not isinstance(meta, dict):
             return None
         # Only the Event's own namespace says where it was posted: the API server lets an Event
         # with an eventTime name an involvedObject in any namespace, and whoever may post

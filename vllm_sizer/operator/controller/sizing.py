@@ -43,7 +43,14 @@ from ...workloads.limits import json_copy
 from ...workloads.model import ReadContext, Workload
 from ..model_configs import ModelConfigLookup, NoLookup, namespaced
 from ..settings import SERVED_RESOURCES, OperatorSettings
-from .kube import JSON_PATCH, ApiError, KubeApi, path_segment_name, resource_path
+from .kube import (
+    JSON_PATCH,
+    ApiError,
+    KubeApi,
+    object_problem,
+    path_segment_name,
+    resource_path,
+)
 
 log = logging.getLogger("vllm_sizer.controller")
 
@@ -330,6 +337,8 @@ class Sizer:
 
     # ---- filters (cheap, used as the Kopf `when=` callback)
     def wants(self, body: Any) -> bool:
+        if object_problem(body) is not None:  # size() says why
+            return False
         try:
             obj = body if isinstance(body, dict) else dict(body)
             meta = obj.get("metadata") or {}
@@ -411,6 +420,10 @@ class Sizer:
         them with its own state in one merge patch when the handler returns (one write per
         object instead of two; on a Deployment each write also costs a status update by the
         controller-manager, because annotations bump its generation, and the echo events)."""
+        problem = object_problem(body)
+        if problem is not None:
+            log.warning("not sized: %s (the API server sends no such object)", problem)
+            return SizeResult("skipped", message=problem)
         meta = body.get("metadata") or {}
         uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
         if uid and rv and self._seen.get(uid) == rv:
