@@ -41,6 +41,9 @@ MAX_COMMANDS = 1024  # simple commands of all the scripts of one object
 MAX_ASSIGNMENTS = 512  # shell assignments / exports of all the scripts of one object
 MAX_CONTAINERS = 128  # containers (and Ray Serve engines) of one object read
 MAX_ENV_ENTRIES = 512  # env entries of one container read (the rest: values unknown)
+# keys of the ConfigMaps one container's envFrom names, all sources together: a source past
+# the bound is read as a Secret is (its variables unknown), never cut to its first keys
+MAX_ENV_FROM_KEYS = 4096
 MAX_ARGS = 4096  # command + args words of one container, after expansion
 MAX_ARG_CHARS = 64 * 1024  # one word of the command line
 MAX_YAML_ALIASES = 64  # alias uses in an annotation / script-written --config

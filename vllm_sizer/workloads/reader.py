@@ -1408,7 +1408,16 @@ def _env_from(
     ConfigMap not in the context)."""
     env: dict[str, str] = {}
     unknown_sources: list[str] = []
-    for ef in _list(container.get("envFrom"))[: limits.MAX_ENV_ENTRIES]:
+    sources = _list(container.get("envFrom"))
+    if len(sources) > limits.MAX_ENV_ENTRIES:
+        # past the bound a source is not read, and what it may set is unknown (a later source
+        # wins: one of them may set VLLM_CPU_KVCACHE_SPACE), never silently absent
+        unknown_sources.append(
+            f"{len(sources) - limits.MAX_ENV_ENTRIES} sources past the first "
+            f"{limits.MAX_ENV_ENTRIES}"
+        )
+    keys_left = limits.MAX_ENV_FROM_KEYS
+    for ef in sources[: limits.MAX_ENV_ENTRIES]:
         ef = _dict(ef)
         prefix = _str(ef.get("prefix")) or ""
         for key in ("configMapRef", "secretRef"):
@@ -1419,7 +1428,13 @@ def _env_from(
             if data is None:
                 unknown_sources.append(f"{key} {name}")
                 continue
-            for k, v in list(data.items())[: limits.MAX_ENV_ENTRIES]:
+            if len(data) > keys_left:  # read as a Secret is: its variables unknown
+                unknown_sources.append(
+                    f"{key} {name}, past the {limits.MAX_ENV_FROM_KEYS} keys read of all sources"
+                )
+                continue
+            keys_left -= len(data)
+            for k, v in data.items():
                 if isinstance(v, str) and _ENV_NAME.fullmatch(prefix + str(k)):
                     env[prefix + str(k)] = v
     return env, unknown_sources
