@@ -699,15 +699,9 @@ def check_webhook(obj: dict[str, Any], source: Source, mode: str = "mutate",
     ops = _decode(resp)
     if not ops:
         return fails
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(20_000)  # jsonpatch deep-copies; Go's patcher has no such limit
-    try:
-        after = jsonpatch.apply_patch(obj, ops)
-    except Exception as exc:  # noqa: BLE001 - recorded as the class
-        return [*fails, Failure(f"patch-does-not-apply {type(exc).__name__}",
-                                f"{exc}: {json.dumps(ops)[:300]}")]
-    finally:
-        sys.setrecursionlimit(limit)
+    after, failed = apply_ops(obj, ops)
+    if failed is not None:
+        return [*fails, failed]
     fails += _compare(obj, after, ops, adm._context_for(ns))
     # a second review of the patched object changes no resource
     try:
@@ -721,6 +715,21 @@ def check_webhook(obj: dict[str, Any], source: Source, mode: str = "mutate",
     except (ValueError, RecursionError):
         pass
     return fails
+
+
+def apply_ops(obj: Any, ops: list[dict[str, Any]], prefix: str = "") -> tuple[
+        Any, Failure | None]:
+    """The object as RFC 6902 leaves it (jsonpatch, as an independent patcher), or the
+    failure to apply."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # jsonpatch deep-copies; Go's patcher has no such limit
+    try:
+        return jsonpatch.apply_patch(obj, ops), None
+    except Exception as exc:  # noqa: BLE001 - recorded as the class
+        return None, Failure(f"{prefix}patch-does-not-apply {type(exc).__name__}",
+                             f"{exc}: {json.dumps(ops)[:300]}")
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _compare(before: Any, after: Any, ops: list[dict[str, Any]], ctx: Any) -> list[Failure]:
@@ -1023,15 +1032,9 @@ def check_controller(obj: dict[str, Any], source: Source, patch_existing: bool) 
     ops = [op for method, _p, body in api.calls if method == "PATCH" and isinstance(body, list)
            for op in body if op.get("op") != "test"]
     if result.action == "patched" and ops:
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(20_000)
-        try:
-            after = jsonpatch.apply_patch(obj, ops)
-        except Exception as exc:  # noqa: BLE001 - recorded as the class
-            return [*fails, Failure(f"controller-patch-does-not-apply {type(exc).__name__}",
-                                    f"{exc}: {json.dumps(ops)[:300]}")]
-        finally:
-            sys.setrecursionlimit(limit)
+        after, failed = apply_ops(obj, ops, "controller-")
+        if failed is not None:
+            return [*fails, failed]
         ctx = ClusterContext.from_objects(source.docs, "vllm-sizer").read_context(ns)
         fails += [Failure(f"controller-{f.cls}", f.detail)
                   for f in _compare(obj, after, ops, ctx)]

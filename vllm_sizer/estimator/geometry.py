@@ -1255,6 +1255,17 @@ def _whole(v: Any, low: int = 0) -> bool:
     return isinstance(v, float) and v.is_integer() and low <= v <= MAX_CONFIG_INT
 
 
+def _why_not_whole(v: Any, key: str) -> str:
+    listed = " (nor a list of them)" if key in CONFIG_LIST_FIELDS else ""
+    if isinstance(v, int | float) and not isinstance(v, bool) and v < 0:
+        return "negative: no model has that size"
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > MAX_CONFIG_INT:
+        return "beyond 2^40: no model has that size"
+    if isinstance(v, float) and math.isfinite(v):
+        return "not a whole number"
+    return "not a whole number from 0 to 2^40" + listed
+
+
 def _factor(v: Any) -> bool:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return False
@@ -1289,11 +1300,9 @@ def check_config_values(config: Mapping[str, Any]) -> None:
                 items = v if listed else [v]
                 low = -MAX_CONFIG_INT if key in CONFIG_SIGNED_FIELDS else 0
                 empty_ok = listed and key == "deepstack_visual_indexes"  # none: no deepstack
-                if not (items or empty_ok) or not all(_whole(x, low) for x in items):
-                    what = "a whole number from 0 to 2^40" + (
-                        " or a list of them" if key in CONFIG_LIST_FIELDS else ""
-                    )
-                    raise InvalidConfigField(str(key), v, f"not {what}")
+                bad = next((x for x in items if not _whole(x, low)), None)
+                if not (items or empty_ok) or bad is not None:
+                    raise InvalidConfigField(str(key), v, _why_not_whole(bad, key))
                 if key in POSITIVE_CONFIG_FIELDS and not all(items):
                     raise InvalidConfigField(str(key), v, "must be positive")
             elif key in CONFIG_FACTOR_FIELDS and not _factor(v):
