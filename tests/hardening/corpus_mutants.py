@@ -984,7 +984,7 @@ def check_controller(obj: dict[str, Any], source: Source, patch_existing: bool) 
     posts is about the object, in its namespace."""
     from vllm_sizer.operator.controller import Sizer
     from vllm_sizer.operator.controller.sizing import OUTPUT_ANNOTATIONS
-    from vllm_sizer.policy.cluster import ClusterContext
+    from vllm_sizer.workloads.model import ReadContext
 
     try:
         obj = _wire(obj)
@@ -1035,9 +1035,10 @@ def check_controller(obj: dict[str, Any], source: Source, patch_existing: bool) 
         after, failed = apply_ops(obj, ops, "controller-")
         if failed is not None:
             return [*fails, failed]
-        ctx = ClusterContext.from_objects(source.docs, "vllm-sizer").read_context(ns)
+        # the context the controller reads with: no objects beside the object (its listings
+        # are empty here), so the containers it sizes are the ones read without them
         fails += [Failure(f"controller-{f.cls}", f.detail)
-                  for f in _compare(obj, after, ops, ctx)]
+                  for f in _compare(obj, after, ops, ReadContext())]
     return fails
 
 

@@ -208,3 +208,31 @@ async def test_the_pod_watch_given_a_pod_the_api_server_never_sends(key, value, 
              "message": f"Error creating: {DENIAL}"}
     assert await watcher.verdicts.pod_denied(event) is None
     assert api.calls == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("key", "value"), [("apiVersion", "nvidia.com/\x7fv1alpha1"),
+                                            ("apiVersion", "apps/v1/x"), ("apiVersion", 5),
+                                            ("kind", "Deploy ment"), ("kind", ["Deployment"])])
+async def test_a_body_with_no_group_version_or_kind_is_skipped(key, value):
+    """With patch_existing, the patch's path is built from apiVersion: one no request can
+    carry raised ValueError out of the Kopf handler (found by the controller fuzz)."""
+    dep = stored(example("01-cpu-lora-deployment"))
+    dep["metadata"]["namespace"] = "llm"
+    dep[key] = value
+    api = RecordingApi()
+    result = await Sizer(api, OperatorSettings(patch_existing=True)).size(dep, {})
+    assert result.action == "skipped" and api.calls == []
+
+
+@pytest.mark.asyncio
+async def test_an_event_message_is_printable():
+    """A container name with a line separator (a custom resource's names are not DNS labels)
+    went into the Event's message as it was (found by the controller fuzz)."""
+    dep = stored(example("01-cpu-lora-deployment"))
+    dep["metadata"]["namespace"] = "llm"
+    dep["spec"]["template"]["spec"]["containers"][0]["name"] = "vl\u2028lm\x1b[31m"
+    api = RecordingApi()
+    await Sizer(api, OperatorSettings()).size(dep, {})
+    posted = [body for method, _p, body in api.calls if method == "POST"]
+    assert posted and all(b["message"].isprintable() for b in posted), posted

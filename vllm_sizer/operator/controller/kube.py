@@ -103,13 +103,20 @@ def _string_map(value: Any) -> bool:
 
 def object_problem(obj: Any) -> str | None:
     """Why `obj` is not shaped as the API server sends an object (None when it is): a mapping
-    whose metadata is a mapping with a name and a namespace that can stand in a request path
+    with a group/version and a kind (when given), whose metadata is a mapping with a name and a namespace that can stand in a request path
     (or no namespace), annotations and labels mapping strings to strings, ownerReferences a
     list of mappings. The controller reads and writes objects the API server sent; what it
     would never send (a hostile body handed to a Kopf handler, a test's fake) is skipped with
     this reason, never half-handled and never allowed to raise through a handler."""
     if not isinstance(obj, Mapping):
         return f"not an object ({type(obj).__name__})"
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version is not None and not (
+        isinstance(api_version, str) and _GROUP_VERSION.fullmatch(api_version)
+    ):
+        return f"apiVersion {str(api_version)[:80]!r} is no group/version"
+    if kind is not None and not (isinstance(kind, str) and kind.isidentifier()):
+        return f"kind {str(kind)[:80]!r} is no kind"
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
         return "metadata is not a mapping"

@@ -138,6 +138,9 @@ def event_body(
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or "default"
     ts = now_rfc3339()
+    # names and values in it come from objects: escaped, as every message is (kubectl
+    # describe prints it to a terminal)
+    message = messages.printable(message)
     if len(message) > EVENT_MESSAGE_MAX:
         message = message[: EVENT_MESSAGE_MAX - 1] + "…"
     involved = {
