@@ -38,6 +38,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jsonpatch
 import yaml
@@ -698,15 +699,9 @@ def check_webhook(obj: dict[str, Any], source: Source, mode: str = "mutate",
     ops = _decode(resp)
     if not ops:
         return fails
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(20_000)  # jsonpatch deep-copies; Go's patcher has no such limit
-    try:
-        after = jsonpatch.apply_patch(obj, ops)
-    except Exception as exc:  # noqa: BLE001 - recorded as the class
-        return [*fails, Failure(f"patch-does-not-apply {type(exc).__name__}",
-                                f"{exc}: {json.dumps(ops)[:300]}")]
-    finally:
-        sys.setrecursionlimit(limit)
+    after, failed = apply_ops(obj, ops)
+    if failed is not None:
+        return [*fails, failed]
     fails += _compare(obj, after, ops, adm._context_for(ns))
     # a second review of the patched object changes no resource
     try:
@@ -720,6 +715,21 @@ def check_webhook(obj: dict[str, Any], source: Source, mode: str = "mutate",
     except (ValueError, RecursionError):
         pass
     return fails
+
+
+def apply_ops(obj: Any, ops: list[dict[str, Any]], prefix: str = "") -> tuple[
+        Any, Failure | None]:
+    """The object as RFC 6902 leaves it (jsonpatch, as an independent patcher), or the
+    failure to apply."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)  # jsonpatch deep-copies; Go's patcher has no such limit
+    try:
+        return jsonpatch.apply_patch(obj, ops), None
+    except Exception as exc:  # noqa: BLE001 - recorded as the class
+        return None, Failure(f"{prefix}patch-does-not-apply {type(exc).__name__}",
+                             f"{exc}: {json.dumps(ops)[:300]}")
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _compare(before: Any, after: Any, ops: list[dict[str, Any]], ctx: Any) -> list[Failure]:
@@ -921,7 +931,9 @@ def run_one(source: Source, seed: int, *, cli: bool = True, mode: str | None = N
         except Exception as exc:  # noqa: BLE001
             fails.append(Failure(f"cli-harness {_frame(exc)}", str(exc)[:300]))
     extra = rng.random()
-    for check, when in ((lambda: check_truth(mutant, source), True),
+    ctl = rng.random()  # drawn after the others: the seeds of earlier runs keep their mutants
+    for check, when in ((lambda: check_controller(mutant, source, ctl < 0.1), ctl < 0.3),
+                        (lambda: check_truth(mutant, source), True),
                         (lambda: check_tenants(mutant, source), extra < 0.3),
                         (lambda: check_equivalent(source, random.Random(seed)), extra > 0.6),
                         (lambda: check_pods(mutant, source), 0.3 <= extra < 0.6)):
@@ -936,6 +948,98 @@ def run_one(source: Source, seed: int, *, cli: bool = True, mode: str | None = N
     for f in fails:
         f.source, f.mutations = str(source), done
     return fails, done
+
+
+# ------------------------------------------------------------------------------ the controller
+
+
+class RecordingApi:
+    """The API calls the controller makes, each answered 200 (listings empty): what it would
+    read and write, recorded. kmock's server copies objects by recursion, so it cannot hold
+    the mutants nested deepest."""
+
+    concurrency = 4
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+
+    async def get(self, path: str, **_: Any) -> Any:
+        self.calls.append(("GET", path, None))
+        return {"items": []}
+
+    async def patch(self, path: str, body: Any, content_type: str | None = None) -> Any:
+        self.calls.append(("PATCH", path, body))
+        return {}
+
+    async def post(self, path: str, body: Any) -> Any:
+        self.calls.append(("POST", path, body))
+        return body
+
+
+def check_controller(obj: dict[str, Any], source: Source, patch_existing: bool) -> list[Failure]:
+    """(c): the mutant as the controller meets it (an object that existed before the install,
+    handed over by Kopf): Sizer.size never raises (but for the API's own errors), reads and
+    writes nothing outside the object's namespace, writes only its own annotations (or, with
+    patch_existing, a JSON patch that keeps every rule of the webhook's), and every Event it
+    posts is about the object, in its namespace."""
+    from vllm_sizer.operator.controller import Sizer
+    from vllm_sizer.operator.controller.sizing import OUTPUT_ANNOTATIONS
+    from vllm_sizer.workloads.model import ReadContext
+
+    try:
+        obj = _wire(obj)
+    except (ValueError, RecursionError, TypeError):
+        return []
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return []  # the API server never sends one
+    ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+    meta.setdefault("uid", "fuzz-uid")
+    meta.setdefault("resourceVersion", "7")
+    api = RecordingApi()
+    sizer = Sizer(api, OperatorSettings(patch_existing=patch_existing))
+    kopf_patch: dict[str, Any] = {}
+    try:
+        result = asyncio.run(sizer.size(obj, kopf_patch))
+    except Exception as exc:  # noqa: BLE001 - recorded as the class
+        return [Failure(f"controller-crash {_frame(exc)}", str(exc)[:300])]
+    fails: list[Failure] = []
+    for method, path, body in api.calls:
+        cluster_list = method == "GET" and "/namespaces/" not in path and path.endswith(
+            "clusterservingruntimes")
+        if not cluster_list and ns and f"/namespaces/{quote(ns, safe='')}/" not in path:
+            fails.append(Failure("controller-other-namespace", f"{method} {path}"[:300]))
+        if method == "POST" and isinstance(body, dict):
+            inv = body.get("involvedObject") or {}
+            if inv.get("name") != meta.get("name") or (ns and inv.get("namespace") != ns):
+                fails.append(Failure("controller-event-elsewhere", json.dumps(inv)[:300]))
+            if not _printable(body.get("message", "")):
+                fails.append(Failure("controller-unprintable-event",
+                                     repr(body.get("message"))[:200]))
+    written = dict((kopf_patch.get("metadata") or {}).get("annotations") or {})
+    for method, _path, body in api.calls:
+        if method == "PATCH" and isinstance(body, dict):  # a merge patch of annotations
+            extra = set(body) - {"metadata"} or set(body.get("metadata") or {}) - {"annotations"}
+            if extra:
+                fails.append(Failure("controller-merge-patch-outside-annotations", str(extra)))
+            written.update((body.get("metadata") or {}).get("annotations") or {})
+    stray = set(written) - set(OUTPUT_ANNOTATIONS)
+    if stray:
+        fails.append(Failure("controller-wrote-foreign-annotation", str(sorted(stray))[:200]))
+    for k, v in written.items():
+        if v is not None and not isinstance(v, str):
+            fails.append(Failure("controller-annotation-not-a-string", f"{k}: {v!r}"[:200]))
+    ops = [op for method, _p, body in api.calls if method == "PATCH" and isinstance(body, list)
+           for op in body if op.get("op") != "test"]
+    if result.action == "patched" and ops:
+        after, failed = apply_ops(obj, ops, "controller-")
+        if failed is not None:
+            return [*fails, failed]
+        # the context the controller reads with: no objects beside the object (its listings
+        # are empty here), so the containers it sizes are the ones read without them
+        fails += [Failure(f"controller-{f.cls}", f.detail)
+                  for f in _compare(obj, after, ops, ReadContext())]
+    return fails
 
 
 # ------------------------------------------------------------------------------ more rules

@@ -217,9 +217,17 @@ def audit(
     for api, plural, _kind, selector in CONTEXT_RESOURCES:
         context_docs.extend(safe_list(api, plural, selector))
     cluster = build_context(context_docs, trusted_namespace)
-    listed: dict[str, list[dict[str, Any]]] = {
-        kind: safe_list(api, plural) for api, plural, kind in WORKLOAD_RESOURCES
-    }
+    from ..operator.controller.kube import object_problem
+
+    listed: dict[str, list[dict[str, Any]]] = {}
+    for api, plural, kind in WORKLOAD_RESOURCES:
+        listed[kind] = []
+        for obj in safe_list(api, plural):
+            problem = object_problem(obj)
+            if problem is None:
+                listed[kind].append(obj)
+            else:  # the API server sends no such object
+                problems.append(f"a {kind} not read: {problem}")
     pods = listed.get("Pod", [])
     owners = _owner_index(listed)
     rows: list[AuditRow] = []
@@ -246,10 +254,16 @@ def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _owner_index(listed: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """uid → object, for every listed workload (pods excluded)."""
+def _ns_of(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _owner_index(
+    listed: dict[str, list[dict[str, Any]]],
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """(namespace, uid) → object, for every listed workload (pods excluded)."""
     return {
-        str(o["metadata"]["uid"]): o
+        (_ns_of(o), str(o["metadata"]["uid"])): o
         for kind, objs in listed.items()
         if kind != "Pod"
         for o in objs
@@ -257,25 +271,33 @@ def _owner_index(listed: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str,
     }
 
 
-def _top_owner(obj: dict[str, Any], owners: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """The outermost listed workload that controls `obj` (Pod → ReplicaSet → Deployment)."""
+def _top_owner(
+    obj: dict[str, Any], owners: dict[tuple[str, str], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The outermost listed workload that controls `obj` (Pod → ReplicaSet → Deployment), in
+    `obj`'s own namespace: an owner is always in its dependent's namespace, and a reference
+    holding the uid of another namespace's object (the API server does not check it) must
+    not hand a tenant's pods, and their OOMKills, to another tenant's row."""
     top = None
     cur = obj
+    ns = _ns_of(obj)
     for _ in range(5):
         ref = _controller_ref(cur)
-        if ref is None or str(ref.get("uid")) not in owners:
+        key = (ns, str(ref.get("uid"))) if ref is not None else None
+        if key is None or key not in owners:
             break
-        cur = top = owners[str(ref.get("uid"))]
+        cur = top = owners[key]
     return top
 
 
 def _pods_of(
-    obj: dict[str, Any], pods: list[dict[str, Any]], owners: dict[str, dict[str, Any]]
+    obj: dict[str, Any],
+    pods: list[dict[str, Any]],
+    owners: dict[tuple[str, str], dict[str, Any]],
 ) -> list[dict[str, Any]]:
     if obj.get("kind") == "Pod":
         return [obj]
-    uid = (obj.get("metadata") or {}).get("uid")
-    return [p for p in pods if (_top_owner(p, owners) or {}).get("metadata", {}).get("uid") == uid]
+    return [p for p in pods if _top_owner(p, owners) is obj]
 
 
 def _oom_history(pods: list[dict[str, Any]], container: str) -> tuple[list[OomRecord], int]:

@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([row for _, r in decided for row in json_rows(r)], indent=2))
     elif args.output == "yaml":
         out = [doc if r is None or r.verdict == "deny" else r.mutated(doc) for doc, r in results]
-        print(yaml.safe_dump_all(out, sort_keys=False), end="")
+        print(limits.dump_all_yaml(out), end="")
     else:
         print(render_text([r for _, r in decided]))
     if errors:

@@ -14,6 +14,17 @@ class MissingConfigField(EstimatorError):
         super().__init__(f"{msg}: {hint}" if hint else msg)
 
 
+class InvalidConfigField(MissingConfigField):
+    """A model config field holds what no model's config holds (1.5 layers, `true` heads, an
+    infinite context): refused by name, as a missing one would be."""
+
+    def __init__(self, field: str, value: object, expected: str):
+        self.field = field
+        EstimatorError.__init__(
+            self, f"model config field '{field}' = {str(value)[:60]}: {expected}; not sized"
+        )
+
+
 class InvalidSettings(EstimatorError):
     """Engine settings that vLLM itself would reject or that cannot be sized."""
 

@@ -29,7 +29,7 @@ from .deepseek_v4 import parts as v4_parts
 from .deepseek_v4 import rope_cache_elements as v4_rope_cache_elements
 from .deepseek_v4 import tp_replicated_bytes as v4_tp_replicated_bytes
 from .deepseek_v4 import weight_bytes as v4_weight_bytes
-from .errors import ImpossibleEstimate, MissingConfigField
+from .errors import ImpossibleEstimate, InvalidConfigField, MissingConfigField
 
 # Model types whose MLP is two matrices (up, down) with biases, not a gated three-matrix MLP.
 # Source: the transformers modeling files of each (OPTDecoderLayer.fc1/fc2, GPT2MLP, ...).
@@ -380,6 +380,7 @@ class ModelGeometry(BaseModel, frozen=True):
     def from_hf_config(cls, config: Mapping[str, Any]) -> ModelGeometry:
         if not isinstance(config, Mapping):
             raise MissingConfigField("config", "a config.json object (dict) is required")
+        check_config_values(config)
         top = _omni_thinker(dict(config))
         c = text_model_config(config)
         model_type = str(c.get("model_type") or "").lower()
@@ -1175,6 +1176,137 @@ def _read_nas_blocks(
             "block_configs", "layers with different KV head counts are not read"
         )
     return kv.pop(), attention_layers, tuple(widths), linear
+
+
+# The config.json fields the reading below takes as counts or dimensions (at any depth: a
+# text_config, vision_config or quantization_config holds them too). A present value (not
+# null) must be a whole number, an int or a float without a fraction, from 0 to
+# MAX_CONFIG_INT, or a flat list of them (per-layer values: Hunyuan, OpenELM); in
+# POSITIVE_CONFIG_FIELDS not 0 either. Anything else is refused by name before it is read:
+# read as it was, 1.5 became 1, true became 1, 0 or [] fell back to a default
+# (`num_key_value_heads: 0` read as one KV head per query head), an infinity or 1e400
+# overflowed deep in a term, "4096" was read as a number vLLM would not read.
+CONFIG_INT_FIELDS = frozenset(
+    {
+        "num_hidden_layers", "n_layer", "num_layers", "n_layers", "hidden_size", "d_model",
+        "n_embd", "n_embed", "num_attention_heads", "n_head", "num_heads", "n_heads",
+        "vocab_size", "padded_vocab_size", "num_key_value_heads", "num_kv_heads", "n_head_kv",
+        "multi_query_group_num", "head_dim", "kv_channels", "intermediate_size", "ffn_dim",
+        "n_inner", "ffn_hidden_size", "ff_intermediate_size", "intermediate_size_mlp",
+        "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+        "hidden_size_per_layer_input", "vocab_size_per_layer_input", "max_position_embeddings",
+        "original_max_position_embeddings", "n_positions", "max_seq_len", "type_vocab_size",
+        "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts",
+        "num_experts_per_tok", "experts_per_token", "moe_topk", "moe_k", "top_k_experts",
+        "moe_intermediate_size", "expert_intermediate_size", "shared_expert_intermediate_size",
+        "moe_shared_expert_intermediate_size", "num_shared_expert", "n_shared_experts",
+        "num_shared_experts", "moe_num_shared_experts", "first_k_dense_replace",
+        "moe_layer_start_index", "moe_layer_interval", "decoder_sparse_step",
+        "interleave_moe_layer_step", "moe_latent_size", "sliding_window", "max_window_layers",
+        "sliding_window_pattern", "full_attention_interval", "global_head_dim",
+        "num_global_key_value_heads", "num_kv_shared_layers", "mamba_num_heads", "mamba_head_dim",
+        "n_groups", "ssm_state_size", "conv_kernel", "linear_num_key_heads",
+        "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+        "linear_conv_kernel_dim", "num_ln_in_parallel_attn", "n_heads_in_group", "bits",
+        "w_bit", "num_bits", "depth", "patch_size", "num_channels", "position_embedding_size",
+        "out_hidden_size", "spatial_merge_size", "temporal_patch_size", "encoder_layers",
+        "encoder_ffn_dim", "embed_dim", "num_mel_bins", "max_source_positions", "in_chans",
+        "in_channels", "spatial_patch_size", "num_position_embeddings", "image_size",
+        "output_dim", "moe_layer_end_index", "attn_type_list", "deepstack_visual_indexes",
+    }
+)  # fmt: skip
+# the fields some published configs write per layer (Hunyuan's MoE sizes, MiniMax's layer
+# types, Qwen3-VL's deepstack layers, DeepSeek's moe_intermediate_size in one catalog
+# entry): a list there is read; anywhere else a list is refused
+CONFIG_LIST_FIELDS = frozenset(
+    {
+        "moe_intermediate_size", "moe_topk", "num_shared_expert", "moe_layer_start_index",
+        "moe_layer_end_index", "attn_type_list", "deepstack_visual_indexes",
+    }
+)  # fmt: skip
+# may be negative: "to the last layer" (Hunyuan's moe_layer_end_index -1)
+CONFIG_SIGNED_FIELDS = frozenset({"moe_layer_end_index"})
+POSITIVE_CONFIG_FIELDS = frozenset(
+    {
+        "num_hidden_layers", "n_layer", "num_layers", "n_layers", "hidden_size", "d_model",
+        "n_embd", "n_embed", "num_attention_heads", "n_head", "num_heads", "n_heads",
+        "vocab_size", "padded_vocab_size", "num_key_value_heads", "num_kv_heads", "n_head_kv",
+        "head_dim", "kv_channels", "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size",
+        "num_experts_per_tok", "bits", "num_bits", "patch_size", "moe_intermediate_size",
+        "expert_intermediate_size", "depth", "spatial_merge_size", "temporal_patch_size",
+        "out_hidden_size", "in_chans", "in_channels", "spatial_patch_size", "kv_lora_rank",
+        "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "embed_dim",
+        "image_size", "num_position_embeddings",
+    }
+)  # fmt: skip
+# fractions and factors the reading multiplies by: a finite number, not negative
+CONFIG_FACTOR_FIELDS = frozenset(
+    {"factor", "partial_rotary_factor", "rotary_pct", "ffn_mult", "mlp_ratio"}
+)
+MAX_CONFIG_INT = 2**40  # far above any model's dimension or context (10M positions)
+_MAX_CONFIG_NODES = 200_000
+
+
+def _whole(v: Any, low: int = 0) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return low <= v <= MAX_CONFIG_INT
+    return isinstance(v, float) and v.is_integer() and low <= v <= MAX_CONFIG_INT
+
+
+def _why_not_whole(v: Any, key: str) -> str:
+    listed = " (nor a list of them)" if key in CONFIG_LIST_FIELDS else ""
+    if isinstance(v, int | float) and not isinstance(v, bool) and v < 0:
+        return "negative: no model has that size"
+    if isinstance(v, int | float) and not isinstance(v, bool) and v > MAX_CONFIG_INT:
+        return "beyond 2^40: no model has that size"
+    if isinstance(v, float) and math.isfinite(v):
+        return "not a whole number"
+    return "not a whole number from 0 to 2^40" + listed
+
+
+def _factor(v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return 0 <= v <= MAX_CONFIG_INT and (isinstance(v, int) or math.isfinite(v))
+
+
+def check_config_values(config: Mapping[str, Any]) -> None:
+    """Refuse (InvalidConfigField, naming the field and its value) a config.json whose count,
+    dimension or factor fields hold what no model's config holds (see CONFIG_INT_FIELDS).
+    Walks the whole config without recursion."""
+    stack: list[Any] = [config]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > _MAX_CONFIG_NODES:
+            raise MissingConfigField(
+                "config", f"more than {_MAX_CONFIG_NODES} objects and lists: not read"
+            )
+        if isinstance(node, list):
+            stack.extend(x for x in node if isinstance(x, Mapping | list))
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        for key, v in node.items():
+            if isinstance(v, Mapping | list):
+                stack.append(v)
+            if v is None or key == "source":
+                continue
+            if key in CONFIG_INT_FIELDS:
+                listed = isinstance(v, list) and key in CONFIG_LIST_FIELDS
+                items = v if listed else [v]
+                low = -MAX_CONFIG_INT if key in CONFIG_SIGNED_FIELDS else 0
+                empty_ok = listed and key == "deepstack_visual_indexes"  # none: no deepstack
+                bad = next((x for x in items if not _whole(x, low)), None)
+                if not (items or empty_ok) or bad is not None:
+                    raise InvalidConfigField(str(key), v, _why_not_whole(bad, key))
+                if key in POSITIVE_CONFIG_FIELDS and not all(items):
+                    raise InvalidConfigField(str(key), v, "must be positive")
+            elif key in CONFIG_FACTOR_FIELDS and not _factor(v):
+                raise InvalidConfigField(str(key), v, "not a finite, non-negative number")
 
 
 def _refuse_negative(node: Any, path: str = "") -> None:

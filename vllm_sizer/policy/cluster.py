@@ -59,8 +59,7 @@ def _meta(obj: Any) -> dict[str, Any]:
 
 
 def _ns(obj: Any) -> str:
-    ns = _meta(obj).get("namespace")
-    return ns if isinstance(ns, str) else ""
+    return _namespace(_meta(obj).get("namespace"))
 
 
 def model_key(text: str) -> str:
@@ -152,6 +151,12 @@ def cluster_runtimes_by_name(items: Iterable[Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _namespace(namespace: Any) -> str:
+    """A namespace as the context keys it: a string, "" for none (or for a value no object
+    can hold as its namespace, which then sees no namespace's objects)."""
+    return namespace if isinstance(namespace, str) else ""
+
+
 @dataclass
 class ClusterContext:
     """The namespace-aware view (see the module docstring). Namespaces are strings; an object
@@ -212,7 +217,7 @@ class ClusterContext:
         if not isinstance(model, str) or not model.strip():
             return None
         for ns in dict.fromkeys(
-            n for n in (namespace or "", self.trusted_namespace) if n is not None
+            n for n in (_namespace(namespace), self.trusted_namespace) if n is not None
         ):
             configs = self.model_configs.get(ns)
             if not configs:
@@ -224,7 +229,7 @@ class ClusterContext:
         return None
 
     def limit_range_max(self, namespace: str | None) -> int | None:
-        return self.limit_ranges.get(namespace or "")
+        return self.limit_ranges.get(_namespace(namespace))
 
     def read_context(
         self, namespace: str | None, resolver: Callable[[str], Config | None] | None = None
@@ -232,7 +237,7 @@ class ClusterContext:
         """The reader's context for an object in `namespace`: only that namespace's
         ServingRuntimes, every ClusterServingRuntime, model configs as `model_config` says
         (then `resolver`, e.g. the Hub cache)."""
-        ns = namespace or ""
+        ns = _namespace(namespace)
 
         def resolve(model: str) -> Config | None:
             cfg = self.model_config(ns, model)

@@ -30,6 +30,7 @@ from ..workloads.api_names import (
     NOTES_ANNOTATION,
     SIZED_LABEL,
 )
+from ..workloads.limits import json_copy
 from ..workloads.model import ReadContext, Workload
 from ..workloads.quantity import MAX_QUANTITY
 from ..workloads.reader import skip_requested
@@ -88,7 +89,46 @@ class ObjectDecision:
         return bool(self.containers)
 
     def mutated(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return jsonpatch.apply_patch(obj, self.patch) if self.patch else obj
+        """`obj` as the patch leaves it (`obj` itself is never changed)."""
+        return apply_patch(obj, self.patch) if self.patch else obj
+
+
+def apply_patch(obj: Any, ops: list[dict[str, Any]]) -> Any:
+    """RFC 6902 `ops` applied to a copy of `obj` that shares every subtree the ops do not
+    reach: only the objects and lists on each op's path are copied, one level at a time, so
+    the cost is that of the paths, never of the object, and nothing recurses per level of
+    nesting (jsonpatch.apply_patch deep-copies first: RecursionError on an object nested a few
+    hundred levels deep, which a custom resource may be). Raises what jsonpatch raises for an
+    op that does not apply."""
+    root = _shallow(obj)
+    fresh = {id(root)}  # the copies: written in place
+    ops = [json_copy(op) for op in ops]  # what the ops add is never shared with the patch
+    for op in ops:
+        for key in ("path", "from"):
+            if not isinstance(op.get(key), str):
+                continue
+            node = root
+            for raw in op[key].split("/")[1:-1]:
+                child = _step(node, raw)
+                if not isinstance(child, dict | list):
+                    break
+                if id(child) not in fresh:
+                    child = _shallow(child)
+                    fresh.add(id(child))
+                    part = raw.replace("~1", "/").replace("~0", "~")
+                    node[int(part) if isinstance(node, list) else part] = child
+                node = child
+    return jsonpatch.apply_patch(root, ops, in_place=True)
+
+
+def _shallow(value: Any) -> Any:
+    return (
+        dict(value)
+        if isinstance(value, dict)
+        else list(value)
+        if isinstance(value, list)
+        else value
+    )
 
 
 def _escape(key: str) -> str:

@@ -19,7 +19,6 @@ InferenceService's namespace (policy/cluster.py).
 
 from __future__ import annotations
 
-import copy
 import difflib
 import re
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from typing import Any
 
 from ..estimator.versions import VllmVersion
 from .expand import pointer
+from .limits import json_copy
 from .view import ContainerView
 from .vllm_args import FLAGS, Diagnostic, ParsedVllm, Severity, parse_vllm_args
 
@@ -317,7 +317,7 @@ def merge_resources(base: Any, override: Any) -> dict[str, Any]:
 
 def fill_defaults(resources: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """KServe's defaulter: missing cpu / memory requests and limits get 1 / 2Gi."""
-    out = copy.deepcopy(resources)
+    out = json_copy(resources)
     filled: list[str] = []
     for section in ("requests", "limits"):
         sec = out.setdefault(section, {})
@@ -484,7 +484,7 @@ def _model_view(
     multinode = isinstance(worker, dict)
     name, runtime, notes = resolve_runtime(model, serving, cluster, multinode)
     if runtime is not None:
-        rc = copy.deepcopy(_runtime_container(runtime))
+        rc = json_copy(_runtime_container(runtime))
         rt_spec = _dict(runtime.get("spec"))
     else:
         stock = STOCK_RUNTIMES.get(f"{fmt}-multinode" if multinode else fmt)
@@ -492,8 +492,8 @@ def _model_view(
             for v in STOCK_RUNTIMES.values():  # a named stock runtime with another format
                 if v["name"] == name:
                     stock = v
-        rc = copy.deepcopy(stock["container"]) if stock else {}
-        rt_spec = {"workerSpec": copy.deepcopy(stock["workerSpec"])} if stock and multinode else {}
+        rc = json_copy(stock["container"]) if stock else {}
+        rt_spec = {"workerSpec": json_copy(stock["workerSpec"])} if stock and multinode else {}
         if stock is None:
             notes.append(
                 (
@@ -726,7 +726,7 @@ def _worker_view(
         return None, None
     own_list = _list(isvc_worker.get("containers"))
     own = _dict(own_list[0]) if own_list else {}
-    merged = copy.deepcopy(base)
+    merged = json_copy(base)
     for key in ("command", "args"):
         if isinstance(merged.get(key), list):
             merged[key] = [substitute(a, meta) for a in merged[key]]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,9 @@ MAX_COMMANDS = 1024  # simple commands of all the scripts of one object
 MAX_ASSIGNMENTS = 512  # shell assignments / exports of all the scripts of one object
 MAX_CONTAINERS = 128  # containers (and Ray Serve engines) of one object read
 MAX_ENV_ENTRIES = 512  # env entries of one container read (the rest: values unknown)
+# keys of the ConfigMaps one container's envFrom names, all sources together: a source past
+# the bound is read as a Secret is (its variables unknown), never cut to its first keys
+MAX_ENV_FROM_KEYS = 4096
 MAX_ARGS = 4096  # command + args words of one container, after expansion
 MAX_ARG_CHARS = 64 * 1024  # one word of the command line
 MAX_YAML_ALIASES = 64  # alias uses in an annotation / script-written --config
@@ -153,9 +156,48 @@ def budget() -> Iterator[Budget]:
         _BUDGET.reset(token)
 
 
+# ---------------------------------------------------------------------------------- copies
+def json_copy(value: Any, max_nodes: int = MAX_DOC_NODES) -> Any:
+    """A deep copy of JSON-like data (mappings, lists, scalars; a Kopf body is a mapping) made
+    with a stack, not by recursion: copy.deepcopy takes two Python frames a level and raises
+    RecursionError on an object nested a few hundred levels deep, which the API server
+    accepts (its decoder allows 10,000) in a custom resource's free-form fields. Data shared
+    between two places is copied twice (a JSON document shares nothing); past `max_nodes`
+    containers (a cycle, which only a YAML alias can make) LimitExceeded."""
+    if not isinstance(value, Mapping | list):
+        return value
+    root: Any = dict(value) if isinstance(value, Mapping) else list(value)
+    stack = [root]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > max_nodes:
+            raise LimitExceeded(f"more than {max_nodes} nested objects and lists: not copied")
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in list(items):
+            if isinstance(child, Mapping):
+                child = node[key] = dict(child)
+            elif isinstance(child, list):
+                child = node[key] = list(child)
+            else:
+                continue
+            stack.append(child)
+    return root
+
+
 # ---------------------------------------------------------------------------------- YAML
 def _safe_loader() -> type:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def dump_all_yaml(docs: Iterable[Any]) -> str:
+    """yaml.safe_dump_all (keys in their order) through libyaml's emitter when PyYAML has it:
+    the pure-Python emitter is linear too, but took 18 s for the 8 MB of one large ConfigMap
+    that libyaml writes in a fraction of a second (bench/check_large.py). The documents read
+    back the same; only where a long quoted string is folded may differ."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump_all(docs, Dumper=dumper, sort_keys=False)
 
 
 def _measure(root: yaml.Node, max_nodes: int, max_depth: int) -> None:

@@ -349,18 +349,20 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
     if templates.is_template(obj):
         return _read_template(obj, context)
     with limits.budget() as budget:
+        if not isinstance(obj, dict):
+            return []
+        ctx = context if isinstance(context, ReadContext) else ReadContext()
         try:
-            if not isinstance(obj, dict):
-                return []
-            ctx = context if isinstance(context, ReadContext) else ReadContext()
             views = _views(obj, ctx)
             if not views:
                 return []
             if obj.get("kind") in RAY_CLUSTER_KINDS:
                 platforms.annotate_ray_nodes(obj, views)
             info = _ObjectInfo.of(obj, ctx)
-        except Exception:  # noqa: BLE001 - the reader must never raise
-            return []
+        except Exception as exc:  # noqa: BLE001 - the reader must never raise
+            # never "not vLLM" for an object that could not be read: that would admit it
+            # unsized without a word
+            return [_unreadable(obj, ctx, exc)]
         out: list[Workload] = []
         try:
             over = _past_container_bound(info, views)
@@ -398,6 +400,43 @@ def read_workloads(obj: dict[str, Any], context: ReadContext | None = None) -> l
         except Exception:  # noqa: BLE001 - the reader must never raise
             pass
         return out
+
+
+def _unreadable(obj: dict[str, Any], ctx: ReadContext, exc: Exception) -> Workload:
+    """The one Workload of an object whose containers could not be found (an internal error of
+    the reader): unsized, never patched, with the error said."""
+    try:
+        info = _ObjectInfo.of(obj, ctx)
+    except Exception:  # noqa: BLE001 - the reader must never raise
+        meta = _dict(obj.get("metadata"))
+        info = _ObjectInfo(
+            kind=str(obj.get("kind")),
+            api_version=str(obj.get("apiVersion")),
+            namespace=_str(meta.get("namespace")),
+            name=_str(meta.get("name")) or "",
+            annotations={},
+            skip_reason=None,
+            context=ctx,
+        )
+    view = ContainerView(
+        name="(object)",
+        container={},
+        pod_spec={},
+        container_path="",
+        resources_path="",
+        patchable=False,
+        bare=True,
+    )
+    what = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return _bare(
+        info,
+        view,
+        [
+            Diagnostic(
+                "error", f"internal error finding this object's containers ({what}): not sized"
+            )
+        ],
+    )
 
 
 def _read_template(obj: dict[str, Any], context: ReadContext | None) -> list[Workload]:
@@ -1398,7 +1437,16 @@ def _env_from(
     ConfigMap not in the context)."""
     env: dict[str, str] = {}
     unknown_sources: list[str] = []
-    for ef in _list(container.get("envFrom"))[: limits.MAX_ENV_ENTRIES]:
+    sources = _list(container.get("envFrom"))
+    if len(sources) > limits.MAX_ENV_ENTRIES:
+        # past the bound a source is not read, and what it may set is unknown (a later source
+        # wins: one of them may set VLLM_CPU_KVCACHE_SPACE), never silently absent
+        unknown_sources.append(
+            f"{len(sources) - limits.MAX_ENV_ENTRIES} sources past the first "
+            f"{limits.MAX_ENV_ENTRIES}"
+        )
+    keys_left = limits.MAX_ENV_FROM_KEYS
+    for ef in sources[: limits.MAX_ENV_ENTRIES]:
         ef = _dict(ef)
         prefix = _str(ef.get("prefix")) or ""
         for key in ("configMapRef", "secretRef"):
@@ -1409,7 +1457,13 @@ def _env_from(
             if data is None:
                 unknown_sources.append(f"{key} {name}")
                 continue
-            for k, v in list(data.items())[: limits.MAX_ENV_ENTRIES]:
+            if len(data) > keys_left:  # read as a Secret is: its variables unknown
+                unknown_sources.append(
+                    f"{key} {name}, past the {limits.MAX_ENV_FROM_KEYS} keys read of all sources"
+                )
+                continue
+            keys_left -= len(data)
+            for k, v in data.items():
                 if isinstance(v, str) and _ENV_NAME.fullmatch(prefix + str(k)):
                     env[prefix + str(k)] = v
     return env, unknown_sources

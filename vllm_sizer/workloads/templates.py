@@ -33,7 +33,6 @@ receives one and never sizes one (the objects `oc process | oc apply` creates ar
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -130,7 +129,7 @@ def process_template(doc: dict[str, Any]) -> ProcessedTemplate:
             out.problems.append(f"Template {name}: object {k} is not a mapping")
             continue
         used: set[str] = set()
-        obj = copy.deepcopy(obj)
+        obj = limits.json_copy(obj)
         m0 = obj.get("metadata")
         if isinstance(m0, dict) and "namespace" in m0:
             ns = m0["namespace"]

@@ -37,7 +37,7 @@ from typing import Any
 
 from ...workloads.api_names import ESTIMATE_ANNOTATION, LAST_OOM_ANNOTATION, SIZED_LABEL
 from ..settings import OperatorSettings
-from .kube import ApiError, KubeApi, resource_path
+from .kube import ApiError, KubeApi, object_problem, resource_path
 from .sizing import INTERMEDIATE_KINDS, KNOWN_KINDS, controller_owner, object_path, post_event
 
 log = logging.getLogger("vllm_sizer.controller.oom")
@@ -178,6 +178,8 @@ class OomWatcher:
         return out
 
     async def handle_pod(self, pod: dict[str, Any]) -> list[OomRecord]:
+        if object_problem(pod) is not None:
+            return []
         meta = pod.get("metadata") or {}
         if (meta.get("labels") or {}).get(SIZED_LABEL) != "true":
             return []
@@ -214,7 +216,7 @@ class OomWatcher:
             api_version = str(ref.get("apiVersion") or f"{spec[0]}/{spec[1]}")
             try:
                 obj = await self.api.get(resource_path(api_version, spec[2], ns, ref.get("name")))
-            except ApiError as exc:
+            except (ApiError, ValueError) as exc:  # ValueError: a name no request can carry
                 log.info(
                     "owner %s/%s of pod %s not readable: %s",
                     kind,
@@ -222,6 +224,8 @@ class OomWatcher:
                     (pod.get("metadata") or {}).get("name"),
                     exc,
                 )
+                break
+            if not isinstance(obj, dict):
                 break
             if kind in KNOWN_KINDS:
                 target = obj

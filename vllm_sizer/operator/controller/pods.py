@@ -34,8 +34,8 @@ from ...workloads.api_names import (
     VALIDATING_WEBHOOK_NAME,
 )
 from ..settings import WATCHED_RESOURCES, OperatorSettings
-from .kube import ApiError, KubeApi, resource_path
-from .sizing import digest, post_event
+from .kube import ApiError, KubeApi, object_problem, path_segment_name, resource_path
+from .sizing import controller_owner, digest, event_name, post_event
 
 log = logging.getLogger("vllm_sizer.controller.pods")
 DENIED_MARKER = f'admission webhook "{VALIDATING_WEBHOOK_NAME}" denied the request: '
@@ -48,10 +48,15 @@ def _group(api_version: str) -> str:
 
 
 def _controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
+    """The controller ownerReference of `obj` when it can be followed: the API server checks
+    little of an ownerReference (a name of `.` or `..` passes), so one that could not name an
+    object in a request path is no reference to follow."""
+    ref = controller_owner(obj)
+    if ref is None or not path_segment_name(ref.get("name")):
+        return None
+    if not isinstance(ref.get("apiVersion"), str) or not isinstance(ref.get("kind"), str):
+        return None
+    return ref
 
 
 def _stub(ref: dict[str, Any], namespace: str | None) -> dict[str, Any]:
@@ -137,7 +142,7 @@ class PodVerdicts:
     ) -> dict[str, Any]:
         meta = owner.get("metadata") or {}
         uid = meta.get("uid")
-        name = f"{meta.get('name', 'object')}.{digest(f'{uid}|{reason}|{message}')}"
+        name = event_name(meta.get("name"), f"{uid}|{reason}|{message}")
         event = await post_event(
             self.api, owner, reason, message, type_, action="Sizing", name=name
         )
@@ -172,6 +177,8 @@ class PodVerdicts:
     async def pod_sized(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """A pod the webhook sized at creation (its own vllm-sizer.io/decision annotation):
         tell its top-level owner, once per (owner, decision)."""
+        if object_problem(pod) is not None:
+            return None
         meta = pod.get("metadata") or {}
         decision = (meta.get("annotations") or {}).get(DECISION_ANNOTATION)
         uid = str(meta.get("uid") or meta.get("name"))
@@ -200,8 +207,19 @@ class PodVerdicts:
         message = str(event.get("message") or "")
         if event.get("reason") != "FailedCreate" or DENIED_MARKER not in message:
             return None
-        involved = event.get("involvedObject") or {}
-        ns = involved.get("namespace") or (event.get("metadata") or {}).get("namespace")
+        involved = event.get("involvedObject")
+        meta = event.get("metadata")
+        if object_problem(event) is not None or not isinstance(involved, dict):
+            return None
+        if not isinstance(meta, dict):
+            return None
+        # Only the Event's own namespace says where it was posted: the API server lets an Event
+        # with an eventTime name an involvedObject in any namespace, and whoever may post
+        # Events in theirs could otherwise point this walk (its reads, its Event, its
+        # annotation) at another tenant's objects.
+        ns = meta.get("namespace")
+        if not isinstance(ns, str) or not ns or involved.get("namespace") not in (None, "", ns):
+            return None
         if not self.settings.serves_namespace(ns):
             return None
         denial = message.split(DENIED_MARKER, 1)[1]

@@ -18,12 +18,12 @@ duplicates it).
 from __future__ import annotations
 
 import asyncio
-import copy
 import datetime as dt
 import functools
 import hashlib
 import logging
 import os
+import re
 import socket
 import uuid
 from collections.abc import Callable
@@ -39,10 +39,18 @@ from ...workloads.api_names import (
     LAST_OOM_ANNOTATION,
     PODS_ANNOTATION,
 )
+from ...workloads.limits import json_copy
 from ...workloads.model import ReadContext, Workload
 from ..model_configs import ModelConfigLookup, NoLookup, namespaced
 from ..settings import SERVED_RESOURCES, OperatorSettings
-from .kube import JSON_PATCH, ApiError, KubeApi, resource_path
+from .kube import (
+    JSON_PATCH,
+    ApiError,
+    KubeApi,
+    object_problem,
+    path_segment_name,
+    resource_path,
+)
 
 log = logging.getLogger("vllm_sizer.controller")
 
@@ -89,7 +97,18 @@ def controller_owner(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+_NOT_IN_NAME = re.compile(r"[^a-z0-9.-]+")
+
+
+def event_name(of: Any, key: str) -> str:
+    """An Event's name fixed by `key`, led by the name of the object it is about (`of`, which an
+    ownerReference or another Event may have written: any text) made a DNS subdomain, as the
+    API server requires of an Event's name."""
+    base = _NOT_IN_NAME.sub("-", str(of or "object").lower())[:200].strip(".-") or "object"
+    return f"{base}.{digest(key)}"
 
 
 def now_rfc3339() -> str:
@@ -119,6 +138,9 @@ def event_body(
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or "default"
     ts = now_rfc3339()
+    # names and values in it come from objects: escaped, as every message is (kubectl
+    # describe prints it to a terminal)
+    message = messages.printable(message)
     if len(message) > EVENT_MESSAGE_MAX:
         message = message[: EVENT_MESSAGE_MAX - 1] + "…"
     involved = {
@@ -134,7 +156,7 @@ def event_body(
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": name or f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
+            "name": name or event_name(meta.get("name"), uuid.uuid4().hex),
             "namespace": ns,
             "labels": {"app.kubernetes.io/name": COMPONENT},
         },
@@ -195,7 +217,10 @@ def object_path(obj: dict[str, Any]) -> str:
     api_version = str(obj.get("apiVersion") or api_version_of(group, version))
     if not plural:
         raise ValueError(f"unknown kind {kind!r}")
-    return resource_path(api_version, plural, meta.get("namespace"), meta.get("name"))
+    name = meta.get("name")
+    if not path_segment_name(name):  # None would be the collection's path
+        raise ValueError(f"{kind} without a usable name: {str(name)[:100]!r}")
+    return resource_path(api_version, plural, meta.get("namespace"), name)
 
 
 # ----------------------------------------------------------------------------------- sizing
@@ -315,6 +340,8 @@ class Sizer:
 
     # ---- filters (cheap, used as the Kopf `when=` callback)
     def wants(self, body: Any) -> bool:
+        if object_problem(body) is not None:  # size() says why
+            return False
         try:
             obj = body if isinstance(body, dict) else dict(body)
             meta = obj.get("metadata") or {}
@@ -396,6 +423,10 @@ class Sizer:
         them with its own state in one merge patch when the handler returns (one write per
         object instead of two; on a Deployment each write also costs a status update by the
         controller-manager, because annotations bump its generation, and the echo events)."""
+        problem = object_problem(body)
+        if problem is not None:
+            log.warning("not sized: %s (the API server sends no such object)", problem)
+            return SizeResult("skipped", message=problem)
         meta = body.get("metadata") or {}
         uid, rv = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
         if uid and rv and self._seen.get(uid) == rv:
@@ -408,7 +439,9 @@ class Sizer:
             return await self._size(body, uid, rv, patch)
 
     async def _size(self, body: Any, uid: str, rv: str, patch: Any = None) -> SizeResult:
-        obj = body if isinstance(body, dict) else copy.deepcopy(dict(body))
+        # Kopf's body is a view of the watch event: a copy (without recursion: a custom
+        # resource may nest deeper than copy.deepcopy can follow)
+        obj = body if isinstance(body, dict) else json_copy(body)
         meta = obj.get("metadata") or {}
         workloads = self.read(obj, None)
         ctx = await self.context_for(obj, workloads)
@@ -474,7 +507,7 @@ class Sizer:
             # (409), so a restart neither loses nor duplicates it.
             meta = obj.get("metadata") or {}
             key = f"{meta.get('uid')}|{meta.get('resourceVersion')}|{marker}"
-            name = f"{meta.get('name', 'object')}.{digest(key)}"
+            name = event_name(meta.get("name"), key)
             result.event = await post_event(self.api, obj, reason, message, type_, name=name)
         if annotations:
             await self._write_annotations(obj, annotations, patch)
