@@ -57,3 +57,19 @@ def test_a_yaml_error_reaches_the_webhook_warnings_on_one_line():
     d = review_object(ws, ctx)
     said = [w for w in d.warnings if "is not YAML" in w]
     assert said and all(w.isprintable() for w in d.warnings), d.warnings
+
+
+# ---------------------------------------------------------------- huge values in messages
+@pytest.mark.parametrize("args", [
+    ["--max-num-seqs", "9" * 60_000 + "x"],       # vLLM's own error text quotes the value too
+    ["--" + "y" * 60_000, "1"],                   # an unknown flag's name
+    ["--dtype", "z" * 60_000],
+])
+def test_a_huge_value_is_shown_clipped_in_every_message(args):
+    obj = deployment({"image": IMG, "command": ["vllm", "serve", "Qwen/Qwen3-0.6B", *args],
+                      "resources": {"limits": {"memory": "64Gi"}}})
+    decision = review_object(obj, ReadContext())
+    texts = [decision.message, *decision.warnings,
+             *(str(d) for c in decision.containers for d in c.workload.diagnostics)]
+    assert any("more characters)" in t for t in texts), texts
+    assert max(len(t) for t in texts) < 2_000, [len(t) for t in texts]

@@ -42,11 +42,24 @@ class Diagnostic:
 
     def __str__(self) -> str:
         where = (
-            f"{self.flag}={self.raw!r}: "
+            f"{self.flag}={_clipped(self.raw, MAX_QUOTED_CHARS)!r}: "
             if self.flag and self.raw is not None
-            else (f"{self.flag}: " if self.flag else "")
+            else (f"{_clipped(self.flag, MAX_QUOTED_CHARS)}: " if self.flag else "")
         )
-        return f"{where}{self.message}"
+        return f"{where}{_clipped(self.message, MAX_MESSAGE_CHARS)}"
+
+
+# What a diagnostic shows of a value from the manifest and of its own text (vLLM's error
+# messages quote the value): enough to recognise it, never a 60 KB value twice per line. Assumed:
+# real flag values and messages are far shorter; the webhook cuts a warning at 512 characters.
+MAX_QUOTED_CHARS = 200
+MAX_MESSAGE_CHARS = 1000
+
+
+def _clipped(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 Kind = Literal["tokens", "int", "index", "float", "str", "bool", "list", "json", "choice"]
