@@ -121,3 +121,24 @@ def test_rbac_rules_are_read_only_and_cover_every_listed_kind():
     for api, plural, *_ in (*audit_mod.WORKLOAD_RESOURCES, *audit_mod.CONTEXT_RESOURCES):
         group = api.split("/")[0] if "/" in api else ""
         assert (group, plural) in granted
+
+
+def test_an_oomkilled_ray_worker_pod_marks_its_pod_total_row():
+    # kuberay's gemma4 sample: 8 engine replicas on one 8-GPU worker pod, container "llm"; the
+    # pod total row ("llm (pod total)") is what the pod's limit must hold, so its OOMKills
+    # belong to that row too (matched by the pod's container name)
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "data/published/kuberay/rayservice-high-throughput-gemma4.yaml"
+    (svc,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "RayService"]
+    svc["metadata"].update(namespace="llm", uid="u-svc")
+    worker = svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+    pod = owned("Pod", "gemma-worker-x1", "u-pod", "RayService", svc["metadata"]["name"], "u-svc",
+                {"containers": [worker]})
+    pod["status"] = {"containerStatuses": [{
+        "name": worker["name"], "restartCount": 1,
+        "lastState": {"terminated": {"reason": "OOMKilled", "finishedAt": "2026-12-01T10:00:00Z"}},
+        "state": {"running": {}}}]}
+    rows, _ = audit(lister_for({"rayservices": [svc], "pods": [pod]}), None)
+    total = [r for r in rows if r.container.endswith("(pod total)")]
+    assert total and total[0].container == worker["name"] + " (pod total)"
+    assert total[0].risk == "oomkilled" and total[0].oomkills[0].pod == "gemma-worker-x1"

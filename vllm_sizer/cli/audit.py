@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..policy.messages import gi
+from ..policy.pods import pod_container
 from ..policy.review import ObjectDecision, review_object
 from ..policy.settings import PolicySettings
 from ..workloads import kinds
@@ -332,7 +333,7 @@ def _rows(
     out = []
     for d in decision.containers:
         w = d.workload
-        ooms, restarts = _oom_history(pods, w.container)
+        ooms, restarts = _oom_history(pods, pod_container(w.container))
         last_oom = (w.annotations or {}).get(LAST_OOM_ANNOTATION)
         notes = [n for n in ([w.model_note] if w.model_note else [])]
         notes += [str(x) for x in w.diagnostics if x.severity == "error"][:3]

@@ -31,6 +31,17 @@ MAX_POD_ACCELERATORS = 256  # beyond this the per-pod search is not run (no such
 POD_SUFFIX = " (pod total)"
 
 
+def pod_total_row(container: str) -> str:
+    """The name of the row that holds the total of a pod whose container `container` runs
+    several engine replicas (beside one row per engine)."""
+    return container + POD_SUFFIX
+
+
+def pod_container(row: str) -> str:
+    """The pod's container a decision row stands for (a pod total row: its container)."""
+    return row.removesuffix(POD_SUFFIX)
+
+
 @dataclass(frozen=True)
 class Part:
     """One engine's share of the pod total: `count` replicas of `each` bytes, `gpus` each."""
@@ -260,7 +271,7 @@ def pod_decisions(
         assert base.settings is not None
         w = dataclasses.replace(
             base,
-            container=pod.container + POD_SUFFIX,
+            container=pod_total_row(pod.container),
             model=" + ".join(f"{p.count}× {p.engine}" for p in pod.parts),
             settings=base.settings.model_copy(update={"node_role": None}),
             diagnostics=[],

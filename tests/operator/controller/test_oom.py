@@ -161,6 +161,8 @@ def test_helpers():
     assert estimate_for("24.1Gi", "vllm") == "24.1Gi"
     assert estimate_for("a=1.0Gi,vllm=3.5Gi", "vllm") == "3.5Gi"
     assert estimate_for("a=1.0Gi", "vllm") is None and estimate_for(None, "x") is None
+    # a container that runs several engine replicas: its pod total is what the limit had to hold
+    assert estimate_for("llm=14.4Gi,llm (pod total)=111.0Gi", "llm") == "111.0Gi"
     assert human_duration(42) == "42s" and human_duration(150) == "2m30s"
     assert human_duration(7300) == "2h01m"
 

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...policy.pods import pod_total_row
 from ...workloads.api_names import ESTIMATE_ANNOTATION, LAST_OOM_ANNOTATION, SIZED_LABEL
 from ..settings import OperatorSettings
 from .kube import ApiError, KubeApi, object_problem, resource_path
@@ -72,16 +73,17 @@ def human_duration(seconds: float) -> str:
 
 
 def estimate_for(annotation: str | None, container: str) -> str | None:
-    """'17.3Gi' (one container) or 'a=17.3Gi,b=2.0Gi' → the container's estimate."""
+    """'17.3Gi' (one container) or 'a=17.3Gi,b=2.0Gi' → the container's estimate; where the
+    container runs several engine replicas, the pod total's (what its limit had to hold)."""
     if not annotation:
         return None
     if "=" not in annotation:
         return annotation.strip()
+    found: dict[str, str] = {}
     for part in annotation.split(","):
         name, _, value = part.partition("=")
-        if name.strip() == container:
-            return value.strip()
-    return None
+        found.setdefault(name.strip(), value.strip())
+    return found.get(pod_total_row(container), found.get(container))
 
 
 @dataclass
