@@ -81,3 +81,22 @@ def test_inverse_rank():
     assert build_report(GEO, s.model_copy(update={"max_lora_rank": rank})).total_memory_bytes <= 16 * GiB
     bigger = [r for r in (8, 16, 32, 64, 128, 256) if r > rank][0]
     assert build_report(GEO, s.model_copy(update={"max_lora_rank": bigger})).total_memory_bytes > 16 * GiB
+
+
+def test_batched_tokens_below_max_num_seqs_is_refused_and_never_suggested():
+    # vLLM's scheduler config: max_num_batched_tokens < max_num_seqs raises at start-up in every
+    # version (0.6.6:config.py:1476, 0.33.0:config/scheduler.py:331)
+    r = build_report(GEO, settings(max_num_seqs=256, max_num_batched_tokens=128))
+    assert any("max_num_batched_tokens 128 < max_num_seqs 256: vLLM refuses to start" in n
+               for n in r.notes)
+    assert not any("max_num_seqs" in n and "refuses" in n
+                   for n in build_report(GEO, settings(max_num_seqs=128,
+                                                       max_num_batched_tokens=128)).notes)
+    # an unset max_num_seqs is clamped to max_num_batched_tokens from 0.10.2 (arg_utils.py:1742)
+    assert not any("refuses" in n for n in build_report(
+        GEO, settings(max_num_seqs=None, max_num_batched_tokens=64)).notes)
+    # the inverse never answers a T vLLM refuses: find a limit whose largest fitting T is < 256
+    s = settings(max_num_seqs=256)
+    limit = build_report(GEO, settings(max_num_batched_tokens=200)).total_memory_bytes
+    assert max_batched_tokens_within(GEO, settings(max_num_seqs=1), limit) == 200
+    assert max_batched_tokens_within(GEO, s, limit) is None

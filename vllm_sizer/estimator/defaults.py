@@ -180,6 +180,10 @@ def batching_defaults(
             f"max_num_batched_tokens {tokens} < max_model_len {max_model_len} with "
             "chunked prefill off: vLLM refuses to start"
         )
+    if tokens < seqs:  # every version: 0.6.6:config.py:1476, 0.33.0:config/scheduler.py:331
+        notes.append(
+            f"max_num_batched_tokens {tokens} < max_num_seqs {seqs}: vLLM refuses to start"
+        )
     return Batching(
         max_num_batched_tokens=tokens, max_num_seqs=seqs, chunked_prefill=chunked, reasons=reasons
     )

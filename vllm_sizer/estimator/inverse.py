@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .calculator import build_report
 from .geometry import ModelGeometry
+from .report import MemoryReport
 from .settings import ALLOWED_LORA_RANKS, EngineSettings
 
 
@@ -19,20 +20,28 @@ def max_batched_tokens_within(
     floor: int = 1,
     ceiling: int = 1 << 20,
 ) -> int | None:
-    """Largest max_num_batched_tokens whose total ≤ limit_bytes, or None when even `floor`
-    does not fit. The total is monotonic in T, so a binary search is exact."""
+    """Largest max_num_batched_tokens whose total ≤ limit_bytes and with which vLLM starts, or
+    None. The total is monotonic in T, so a binary search is exact; vLLM refuses a T below
+    max_num_seqs (or below max_model_len with chunked prefill off), so when the largest T that
+    fits is refused, every smaller one is too."""
     if _total(geometry, settings, max_num_batched_tokens=floor) > limit_bytes:
         return None
     lo, hi = floor, ceiling
     if _total(geometry, settings, max_num_batched_tokens=hi) <= limit_bytes:
-        return hi
+        lo = hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if _total(geometry, settings, max_num_batched_tokens=mid) <= limit_bytes:
             lo = mid
         else:
             hi = mid
-    return lo
+    return (
+        lo
+        if _starts(
+            build_report(geometry, settings.model_copy(update={"max_num_batched_tokens": lo}))
+        )
+        else None
+    )
 
 
 def max_lora_rank_within(
@@ -53,9 +62,12 @@ def _fits(
 ) -> bool:
     """The changed settings fit the limit and vLLM would still start with them."""
     report = build_report(geometry, settings.model_copy(update=change))
-    return report.total_memory_bytes <= limit_bytes and not any(
-        "refuses to start" in n for n in report.notes
-    )
+    return report.total_memory_bytes <= limit_bytes and _starts(report)
+
+
+def _starts(report: MemoryReport) -> bool:
+    """No note of the report says vLLM refuses to start with these settings."""
+    return not any("refuses to start" in n for n in report.notes)
 
 
 def _largest_int_within(
