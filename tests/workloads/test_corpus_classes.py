@@ -421,3 +421,31 @@ def test_env_value_from_a_config_map_key_in_the_context():
     assert any("valueFrom" in d.message for d in w.diagnostics)
     c["env"][0]["valueFrom"]["configMapKeyRef"] = {"name": ["x"], "key": 3}
     read_workloads(_deployment(c), ctx)  # malformed: no crash
+
+
+# ---- a Python module that runs no engine, in a vLLM image ------------------------------------
+# dynamo/vllm-gaie-xpu-agg.yaml: the worker pod's `sidecar-frontend` gives only args
+# `-m dynamo.frontend --router-mode direct` with Dynamo's vllm-runtime image. Python's `-m MODULE`
+# names the program (vLLM has no `-m` option), and Dynamo's frontend loads no model: no
+# Workload, where an unreadable one warned `cannot size` on every apply.
+
+
+def test_python_module_that_runs_no_engine_gives_no_workload():
+    image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag"
+    for c in ({"name": "sidecar-frontend", "image": image,
+               "args": ["-m", "dynamo.frontend", "--router-mode", "direct"]},
+              {"name": "frontend", "image": image,
+               "command": ["python3"], "args": ["-m", "dynamo.frontend", "--http-port", "8000"]},
+              {"name": "frontend", "image": image,
+               "command": ["sh", "-c", "exec python3 -m dynamo.frontend --http-port 8000"]}):
+        assert read_workloads(_deployment(c, "frontend")) == [], c
+    # an unknown module in the same image is not called a non-server: it may build an engine
+    (w,) = read_workloads(_deployment(
+        {"name": "app", "image": image, "args": ["-m", "my_app.server"]}, "app"))
+    assert w.settings is None
+    # and the worker beside it, `python3 -m dynamo.vllm`, is still read as vLLM
+    (w,) = read_workloads(_deployment(
+        {"name": "worker", "image": image, "command": ["python3", "-m", "dynamo.vllm"],
+         "args": ["--model", "Qwen/Qwen3-0.6B"],
+         "resources": {"limits": {"nvidia.com/gpu": "1"}}}, "worker"))
+    assert w.settings is not None and w.settings.model == "Qwen/Qwen3-0.6B"
