@@ -2131,7 +2131,11 @@ def _read_invocation(
         model is None and storage and hf_args is not None
     ):
         model = _storage_model(storage)
-    if model is None:
+    unseen = model is None and view.unseen_model is not None
+    if unseen:
+        # the platform gives vLLM a model this object does not show: unknown, and said so
+        model = str(view.unseen_model)
+    elif model is None:
         model = _default_model(version)
         diags.append(
             Diagnostic(
@@ -2235,10 +2239,23 @@ def _read_invocation(
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags
 
-    config, source, cdiags, model_note = _resolve_config(
-        info, lookup_keys, _served_names(located.flags)
-    )
-    diags += cdiags
+    source: ModelConfigSource
+    if unseen and info.model_config is not None:
+        config, source, model_note = info.model_config, "annotation", None
+    elif unseen:
+        config, source, model_note = None, "none", None
+        diags.append(
+            Diagnostic(
+                "error",
+                f"cannot size: no config.json known for the model of {model}, which is not in "
+                f"view here (the platform passes it to vLLM). {_how_to_supply(model, info)}",
+            )
+        )
+    else:
+        config, source, cdiags, model_note = _resolve_config(
+            info, lookup_keys, _served_names(located.flags)
+        )
+        diags += cdiags
 
     return Workload(
         kind=info.kind,
