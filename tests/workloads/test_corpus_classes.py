@@ -421,3 +421,79 @@ def test_env_value_from_a_config_map_key_in_the_context():
     assert any("valueFrom" in d.message for d in w.diagnostics)
     c["env"][0]["valueFrom"]["configMapKeyRef"] = {"name": ["x"], "key": 3}
     read_workloads(_deployment(c), ctx)  # malformed: no crash
+
+
+# ---- a Python module that runs no engine, in a vLLM image ------------------------------------
+# dynamo/vllm-gaie-xpu-agg.yaml: the worker pod's `sidecar-frontend` gives only args
+# `-m dynamo.frontend --router-mode direct` with Dynamo's vllm-runtime image. Python's `-m MODULE`
+# names the program (vLLM has no `-m` option), and Dynamo's frontend loads no model: no
+# Workload, where an unreadable one warned `cannot size` on every apply.
+
+
+def test_python_module_that_runs_no_engine_gives_no_workload():
+    image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag"
+    for c in ({"name": "sidecar-frontend", "image": image,
+               "args": ["-m", "dynamo.frontend", "--router-mode", "direct"]},
+              {"name": "frontend", "image": image,
+               "command": ["python3"], "args": ["-m", "dynamo.frontend", "--http-port", "8000"]},
+              {"name": "frontend", "image": image,
+               "command": ["sh", "-c", "exec python3 -m dynamo.frontend --http-port 8000"]}):
+        assert read_workloads(_deployment(c, "frontend")) == [], c
+    # an unknown module in the same image is not called a non-server: it may build an engine
+    (w,) = read_workloads(_deployment(
+        {"name": "app", "image": image, "args": ["-m", "my_app.server"]}, "app"))
+    assert w.settings is None
+    # and the worker beside it, `python3 -m dynamo.vllm`, is still read as vLLM
+    (w,) = read_workloads(_deployment(
+        {"name": "worker", "image": image, "command": ["python3", "-m", "dynamo.vllm"],
+         "args": ["--model", "Qwen/Qwen3-0.6B"],
+         "resources": {"limits": {"nvidia.com/gpu": "1"}}}, "worker"))
+    assert w.settings is not None and w.settings.model == "Qwen/Qwen3-0.6B"
+
+
+# ---- a model the platform passes from an object out of view ----------------------------------
+# llmaz/sample-playground-opt-125m.yaml: a Playground claims an OpenModel that another file
+# holds. llmaz still runs `--model {{ .ModelPath }}` (the OpenModel's model), so the model is
+# unknown here: never vLLM's default model (which sized the Playground as facebook/opt-125m and
+# allowed it), and the way to supply it is said.
+
+
+def test_playground_whose_open_model_is_out_of_view_has_an_unknown_model():
+    from vllm_sizer.policy.review import review_object
+
+    pg = {"apiVersion": "inference.llmaz.io/v1alpha1", "kind": "Playground",
+          "metadata": {"name": "chat"},
+          "spec": {"replicas": 1, "modelClaim": {"modelName": "llama3-70b"},
+                   "backendRuntimeConfig": {"resources": {"limits": {"memory": "64Gi"}}}}}
+    (w,) = read_workloads(pg)
+    assert w.settings is not None
+    assert w.model_config is None  # not vLLM's default model's config
+    assert "facebook/opt-125m" not in (w.model or "") and "Qwen/Qwen3-0.6B" not in (w.model or "")
+    assert "llama3-70b" in (w.model or "")
+    errors = [d.message for d in w.diagnostics if d.severity == "error"]
+    assert any("OpenModel llama3-70b" in m and "annotation" in m for m in errors), errors
+    decision = review_object(pg)
+    assert decision.verdict == "unknown", decision
+    # with the OpenModel in view, its model is read as before
+    om = {"apiVersion": "llmaz.io/v1alpha1", "kind": "OpenModel", "metadata": {"name": "llama3-70b"},
+          "spec": {"source": {"modelHub": {"modelID": "meta-llama/Meta-Llama-3-70B-Instruct"}}}}
+    from vllm_sizer.cli.check import build_context
+    (w,) = read_workloads(pg, build_context([om]).read_context(None))
+    assert w.model == "meta-llama/Meta-Llama-3-70B-Instruct"
+
+
+def test_unseen_model_is_sized_from_the_model_config_annotation():
+    import json
+
+    from vllm_sizer.workloads.api_names import ANNOTATION_MODEL_CONFIG
+
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+           "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "intermediate_size": 8192, "vocab_size": 128256, "max_position_embeddings": 131072,
+           "torch_dtype": "bfloat16"}
+    pg = {"apiVersion": "inference.llmaz.io/v1alpha1", "kind": "Playground",
+          "metadata": {"name": "chat", "annotations": {ANNOTATION_MODEL_CONFIG: json.dumps(cfg)}},
+          "spec": {"modelClaim": {"modelName": "llama3-1b"}}}
+    (w,) = read_workloads(pg)
+    assert w.model_config == cfg and w.model_config_source == "annotation"
+    assert not [d for d in w.diagnostics if d.severity == "error"]

@@ -1418,6 +1418,7 @@ def read_llmaz_playground(
             resources_path=pointer("spec", "backendRuntimeConfig", "resources"),
             patchable=False,
             notes=notes,
+            unseen_model=None if model else f"OpenModel {name}",
         )
     ]
 

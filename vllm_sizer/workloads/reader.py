@@ -1109,6 +1109,21 @@ NO_SERVER_PROGRAMS = {
 # benchmarks/benchmark_serving.py (in the vllm-openai image's /vllm-workspace)
 VLLM_CLIENT_SUBCOMMANDS = {"chat", "complete", "collect-env"}
 VLLM_CLIENT_SCRIPTS = {"benchmark_serving.py", "benchmark_serving_structured_output.py"}
+# Python modules run with `python -m MODULE` in vLLM images that load no model: Dynamo's
+# OpenAI frontend and router (ai-dynamo/dynamo@04521f473b68375705a553f4082fac8254d71a2f:
+# components/src/dynamo/frontend/main.py: an HTTP server that routes to the engine workers,
+# dynamo.vllm; its pods carry no GPU). Only these names say "no server"; any other module is
+# unknown (it may build an engine).
+NO_SERVER_MODULES = {"dynamo.frontend"}
+
+
+def _python_module(words: list[str]) -> str | None:
+    """MODULE of `-m MODULE` at the head of a Python interpreter's arguments."""
+    if len(words) > 1 and words[0] == "-m":
+        return words[1]
+    if words and words[0].startswith("-m") and len(words[0]) > 2:
+        return words[0][2:]  # `-mMODULE`: Python takes the module glued to the option
+    return None
 
 
 def _vllm_client(sub: list[str]) -> bool:
@@ -1161,6 +1176,8 @@ def _starts_no_server(
         return True
     files = _as_files(files)
     if re.fullmatch(r"python[0-9.]*", prog) and len(head) > 1:
+        if _python_module(head[1:]) in NO_SERVER_MODULES:
+            return True
         if head[1] == "-c" and len(head) > 2:
             # `python -c CODE`: the code is in the manifest (a download, a check): no server
             # when it names no vLLM and starts nothing it does not show
@@ -1829,6 +1846,7 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
             and ("vllm" in image.lower() or _fill_in_image_of_vllm(image, c, info))
             and args
             and (args[0].startswith("-") or _as_vllm_server(args, image))
+            and _python_module(args) is None
         ):
             # An image name alone is no evidence of a vLLM server; an unknown image that says
             # vLLM and gets nothing but a vLLM server's arguments (a model and vLLM's own flags)
@@ -1867,6 +1885,10 @@ def _read_view(info: _ObjectInfo, view: ContainerView) -> Workload | None:
                     )
                 )
                 argv = args
+        elif _python_module(args) is not None:
+            # args that begin with Python's `-m MODULE` (vLLM has no `-m` option): the image's
+            # ENTRYPOINT is a Python interpreter and the args name the program it runs
+            argv = ["python", *args]
         else:
             argv = args
 
@@ -2183,7 +2205,11 @@ def _read_invocation(
         model is None and storage and hf_args is not None
     ):
         model = _storage_model(storage)
-    if model is None:
+    unseen = model is None and view.unseen_model is not None
+    if unseen:
+        # the platform gives vLLM a model this object does not show: unknown, and said so
+        model = str(view.unseen_model)
+    elif model is None:
         model = _default_model(version)
         diags.append(
             Diagnostic(
@@ -2287,10 +2313,23 @@ def _read_invocation(
     settings, sdiags = parsed.to_settings(**facts)
     diags += sdiags
 
-    config, source, cdiags, model_note = _resolve_config(
-        info, lookup_keys, _served_names(located.flags)
-    )
-    diags += cdiags
+    source: ModelConfigSource
+    if unseen and info.model_config is not None:
+        config, source, model_note = info.model_config, "annotation", None
+    elif unseen:
+        config, source, model_note = None, "none", None
+        diags.append(
+            Diagnostic(
+                "error",
+                f"cannot size: no config.json known for the model of {model}, which is not in "
+                f"view here (the platform passes it to vLLM). {_how_to_supply(model, info)}",
+            )
+        )
+    else:
+        config, source, cdiags, model_note = _resolve_config(
+            info, lookup_keys, _served_names(located.flags)
+        )
+        diags += cdiags
 
     return Workload(
         kind=info.kind,

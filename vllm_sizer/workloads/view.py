@@ -45,6 +45,9 @@ class ContainerView:
     # (device, why) when the platform, not the pod spec, says where it runs (KAITO presets)
     device_hint: tuple[str, str] | None = None  # DRA device classes the platform adds to the pod
     bare: bool = False  # no container to read: a Workload that only carries notes/skip_reason
+    # the platform passes vLLM a model from an object out of view ("OpenModel X"): the model is
+    # unknown, never vLLM's default model (the command line has no model of its own)
+    unseen_model: str | None = None
     patch_blocked: str | None = None  # the effective memory limit is not known (Workload)
     # set by the reader: the container starts no server but joins a Ray cluster (`ray start
     # --address`, multi-node-serving.sh worker): a multi-node engine's worker node
