@@ -37,7 +37,8 @@ OUT = (
 )
 
 # ---------------------------------------------------------------- the child: one version
-CHILD = r"""
+# CHILD_SETUP: stubs and the version's parsers (also used by scripts/diff_vllm_parser.py)
+CHILD_SETUP = r"""
 import argparse, importlib, importlib.abc, importlib.machinery, json, os, runpy, sys, types
 SRC = sys.argv[1]
 sys.path.insert(0, SRC)
@@ -207,12 +208,19 @@ def _capture(run):
     _patch_arg_utils()
     def grab(self, *a, **k):
         raise _Captured(self)
+    saved = FAP.__dict__.get("parse_args"), FAP.__dict__.get("parse_known_args")
     FAP.parse_args = grab
     FAP.parse_known_args = grab
     try:
         run()
     except _Captured as c:
         return c.args[0]
+    finally:  # the parser captured parses for real afterwards (scripts/diff_vllm_parser.py)
+        for name, fn in zip(("parse_args", "parse_known_args"), saved):
+            if fn is None:
+                delattr(FAP, name)
+            else:
+                setattr(FAP, name, fn)
     raise RuntimeError("the entry point returned without parsing")
 
 def _closure(fn, name):
@@ -307,25 +315,32 @@ def _table(parser):
     return {"options": dict(sorted(opts.items())), "positionals": pos,
             "allow_abbrev": parser.allow_abbrev}
 
-out = {}
-if os.path.exists(os.path.join(SRC, "vllm/entrypoints/cli/serve.py")):
-    # vllm/entrypoints/cli/main.py:main calls cmd.subparser_init(subparsers) for `serve`
-    _patch_arg_utils()
-    FAP = _flexible()
-    import vllm.entrypoints.cli.serve as m
-    cmd = next(c for c in m.cmd_init() if getattr(c, "name", None) == "serve")
-    top = FAP(description="vLLM CLI")
-    subs = top.add_subparsers(required=False, dest="subparser")
-    serve = _table(cmd.subparser_init(subs))
-    serve["source"] = "vllm/entrypoints/cli/serve.py:ServeSubcommand.subparser_init"
-else:
+def serve_parsers():
+    # (top-level parser, its `serve` subparser, source): `vllm serve` as the version builds
+    # it; `top.parse_args(["serve", *argv])` is what `vllm serve ARGV` parses
+    if os.path.exists(os.path.join(SRC, "vllm/entrypoints/cli/serve.py")):
+        # vllm/entrypoints/cli/main.py:main calls cmd.subparser_init(subparsers) for `serve`
+        _patch_arg_utils()
+        FAP = _flexible()
+        import vllm.entrypoints.cli.serve as m
+        cmd = next(c for c in m.cmd_init() if getattr(c, "name", None) == "serve")
+        top = FAP(description="vLLM CLI")
+        subs = top.add_subparsers(required=False, dest="subparser")
+        return top, cmd.subparser_init(subs), "vllm/entrypoints/cli/serve.py:ServeSubcommand.subparser_init"
     def cli():
         import vllm.scripts as m
         m.main()
     top = _capture(cli)
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
-    serve = _table(sub.choices["serve"])
-    serve["source"] = "vllm/scripts.py:main"
+    return top, sub.choices["serve"], "vllm/scripts.py:main"
+"""
+
+# ---------------------------------------------------------------- the child's tables
+CHILD_TABLES = r"""
+out = {}
+_top, _serve, _source = serve_parsers()
+serve = _table(_serve)
+serve["source"] = _source
 out["serve"] = serve
 try:
     api = _capture(lambda: runpy.run_module("vllm.entrypoints.openai.api_server",
@@ -337,6 +352,7 @@ except Exception as exc:
 out["stubbed_vllm_modules"] = sorted(set(FAILED))
 print("@@JSON@@" + json.dumps(out))
 """
+CHILD = CHILD_SETUP + CHILD_TABLES
 
 
 def run_version(src_root: Path, version: str) -> dict:

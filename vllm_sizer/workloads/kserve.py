@@ -29,7 +29,14 @@ from ..estimator.versions import VllmVersion
 from .expand import pointer
 from .limits import json_copy
 from .view import ContainerView
-from .vllm_args import FLAGS, Diagnostic, ParsedVllm, Severity, parse_vllm_args
+from .vllm_args import (
+    FLAGS,
+    UNEXPECTED_POSITIONAL,
+    Diagnostic,
+    ParsedVllm,
+    Severity,
+    parse_vllm_args,
+)
 
 MODEL_DIR = "/mnt/models"
 DEFAULT_RESOURCES = {"cpu": "1", "memory": "2Gi"}
@@ -935,11 +942,11 @@ def parse_hf_args(
             )
         )
     parsed.diagnostics[:] = [
-        d for d in parsed.diagnostics if d.message != "unexpected positional argument"
+        d for d in parsed.diagnostics if not d.message.startswith(UNEXPECTED_POSITIONAL)
     ] + [
         Diagnostic("warning", "positional argument ignored by the Hugging Face server", raw=d.raw)
         for d in parsed.diagnostics
-        if d.message == "unexpected positional argument"
+        if d.message.startswith(UNEXPECTED_POSITIONAL)
     ]
     parsed.diagnostics.extend(ignored)
     if "dtype" in parsed.values:

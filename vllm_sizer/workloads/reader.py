@@ -57,7 +57,13 @@ from .model import ModelConfigSource, ReadContext, Workload
 from .quantity import parse_quantity
 from .shell import SHELLS, find_shell, run_script
 from .view import ContainerView
-from .vllm_args import Diagnostic, env_settings, find_invocation, parse_vllm_args
+from .vllm_args import (
+    UNEXPECTED_POSITIONAL,
+    Diagnostic,
+    env_settings,
+    find_invocation,
+    parse_vllm_args,
+)
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 # Words in an image's repository name that say it is not an engine, whatever else it says
@@ -2110,7 +2116,7 @@ def _read_invocation(
             parsed.values["api_server_count"] = 1
             parsed.values.pop("headless", None)
             for d in list(parsed.diagnostics):
-                if d.message == "unexpected positional argument":
+                if d.message.startswith(UNEXPECTED_POSITIONAL):
                     parsed.diagnostics.remove(d)
                     parsed.diagnostics.append(
                         Diagnostic(

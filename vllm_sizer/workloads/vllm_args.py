@@ -352,6 +352,84 @@ def _spans(versions: list[str]) -> str:
     return ", ".join(parts)
 
 
+UNEXPECTED_POSITIONAL = "unexpected positional argument"
+
+
+def _unexpected_positional(tok: str, exits: bool) -> Diagnostic:
+    """A word argparse has no positional slot for: with vLLM's parse_args (strict) its
+    `unrecognized arguments` error, exit status 2 (CPython argparse parse_args)."""
+    # not said as an exit yet: LLMInferenceService reads (KServe's template plus the user's
+    # args) give the model twice in the published corpus; to settle before it is (see the
+    # parser-diff report)
+    return Diagnostic("error" if exits else "warning", UNEXPECTED_POSITIONAL, raw=tok)
+
+
+# `vllm serve` rewrites its argv before argparse (FlexibleArgumentParser.parse_args, when the
+# first word is `serve`): from 0.11.1 the first `--model X` / `--model=X` is moved to the
+# positional slot (0.11.1:vllm/utils/argparse_utils.py:196-227, 0.33.0:vllm/utils/
+# argparse_utils.py:324-356); before, the two-token `--model X` raises (0.8.5:vllm/utils.py:
+# 1338-1346, 0.11.0:vllm/utils/__init__.py:1856-1864).
+MODEL_MOVED_FROM = (0, 11, 1)
+RAISE_EXIT = (
+    "vLLM exits at start-up (an exception before argparse, status 1): the pod will not start"
+)
+# 0.17+: `--served-model-name` with no model first and no --config raises (0.17.0:vllm/utils/
+# argparse_utils.py:220-233, 0.33.0:vllm/utils/argparse_utils.py:357-369).
+SERVED_NAME_NEEDS_MODEL_FROM = (0, 17)
+# 0.8.5+: `--config FILE` under `vllm serve` with no model first and none in the file raises
+# (0.8.5:vllm/utils.py:1441, 0.33.0:vllm/utils/argparse_utils.py:574-583).
+CONFIG_NEEDS_MODEL_FROM = (0, 8, 5)
+_MODEL_TOKEN = re.compile(r"^--model(=.+|$)")
+_SERVED_NAME_TOKEN = re.compile(r"^--served[-_]model[-_]name(=.+|$)")
+_CONFIG_TOKEN = re.compile(r"^--config(=.+|$)")
+
+
+def _serve_rewrite(
+    args: list[str], version: VllmVersion | None, diags: list[Diagnostic]
+) -> tuple[list[str], bool]:
+    """`vllm serve`'s argv as FlexibleArgumentParser hands it to argparse (see MODEL_MOVED_FROM),
+    and whether it raises before (said in `diags`)."""
+    moved = version is None or version.at_least(*MODEL_MOVED_FROM)
+    if moved:
+        idx = next((i for i, a in enumerate(args) if _MODEL_TOKEN.match(a)), None)
+        if idx is not None:
+            if args[idx] == "--model":
+                if idx + 1 >= len(args):
+                    diags.append(
+                        Diagnostic(
+                            "error",
+                            "--model is last, with no value: vLLM's parser raises IndexError "
+                            f"moving it to the model's place; {RAISE_EXIT}",
+                            "--model",
+                            exits=True,
+                        )
+                    )
+                    return args, True
+                args = [args[idx + 1], *args[:idx], *args[idx + 2 :]]
+            else:
+                args = [args[idx].removeprefix("--model="), *args[:idx], *args[idx + 1 :]]
+    if (
+        version is not None
+        and version.at_least(*SERVED_NAME_NEEDS_MODEL_FROM)
+        and args
+        and args[0].startswith("-")
+        and not any(_CONFIG_TOKEN.match(a) for a in args)
+        and any(_SERVED_NAME_TOKEN.match(a) for a in args)
+    ):
+        diags.append(
+            Diagnostic(
+                "error",
+                "--served-model-name with no model first: vLLM raises ValueError (`model` "
+                "should be provided as the first positional argument when using `vllm "
+                f"serve`); {RAISE_EXIT}",
+                "--served-model-name",
+                exits=True,
+            )
+        )
+        return args, True
+    return args, False
+
+
 def parse_vllm_args(
     args: list[str],
     version: VllmVersion | None = None,
@@ -383,6 +461,23 @@ def parse_vllm_args(
     flag_model: str | None = None
     after_dd = False
     rejected = 0
+    args = [str(a) for a in args]
+    if positional_model:
+        args, stopped = _serve_rewrite(args, version, out.diagnostics)
+        if stopped:
+            return out
+    if (
+        args.count("--config") > 1
+    ):  # FlexibleArgumentParser asserts one (0.33.0:argparse_utils.py:551)
+        out.diagnostics.append(
+            Diagnostic(
+                "error",
+                f"more than one --config: vLLM's parser asserts one (AssertionError); {RAISE_EXIT}",
+                "--config",
+                exits=True,
+            )
+        )
+        return out
     i = 0
     n = len(args)
 
@@ -392,12 +487,10 @@ def parse_vllm_args(
         if kind in vf.VALUELESS:
             return []
         if explicit is not None:
-            items = [explicit]
-            if kind in ("+", "*"):
-                while i < n and not vf.looks_like_option(str(args[i])):
-                    items.append(str(args[i]))
-                    i += 1
-            return items
+            # argparse's consume_optional matches an attached value against the pattern 'A'
+            # alone: `--served-model-name=a b` takes `a`, and `b` stays a positional argument,
+            # whatever the nargs (CPython 3.11/3.12 Lib/argparse.py consume_optional)
+            return [explicit]
         if kind == "r":
             items = [str(a) for a in args[i:]]
             i = n
@@ -432,13 +525,7 @@ def parse_vllm_args(
                     )
                 )
             else:
-                out.diagnostics.append(
-                    Diagnostic(
-                        "error" if strict and positional_model else "warning",
-                        "unexpected positional argument",
-                        raw=tok,
-                    )
-                )
+                out.diagnostics.append(_unexpected_positional(tok, strict and positional_model))
             continue
         if tok == "--":
             after_dd = True
@@ -464,13 +551,7 @@ def parse_vllm_args(
                 if positional_model and out.model is None:
                     out.model = tok
                 else:
-                    out.diagnostics.append(
-                        Diagnostic(
-                            "warning" if not strict else "error",
-                            "unexpected positional argument",
-                            raw=tok,
-                        )
-                    )
+                    out.diagnostics.append(_unexpected_positional(tok, strict))
                 continue
             rejected += 1
             accepting = []
@@ -570,6 +651,17 @@ def parse_vllm_args(
                     )
                 )
                 continue
+            if i >= n and tok == "--config":
+                out.diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        "--config is last, with no file: vLLM's parser raises ValueError (No "
+                        "config file specified; 0.8.5:vllm/utils.py:1417-1423, 0.33.0:vllm/utils/"
+                        f"argparse_utils.py:553-557); {RAISE_EXIT}",
+                        "--config",
+                        exits=True,
+                    )
+                )
             if i < n:
                 path = str(args[i])
                 i += 1
@@ -589,6 +681,24 @@ def parse_vllm_args(
                         )
                     )
                 else:
+                    if (
+                        positional_model
+                        and tok == "--config"
+                        and "model" not in loaded
+                        and args[0].startswith("-")
+                        and (version is None or version.at_least(*CONFIG_NEEDS_MODEL_FROM))
+                    ):
+                        out.diagnostics.append(
+                            Diagnostic(
+                                "error",
+                                "no model first and none in the --config file: vLLM's parser "
+                                "raises ValueError (No model specified!; 0.8.5:vllm/utils.py:"
+                                f"1435-1442, 0.33.0:vllm/utils/argparse_utils.py:574-583); {RAISE_EXIT}",
+                                "--config",
+                                path,
+                                exits=True,
+                            )
+                        )
                     _apply_config_file(out, loaded, version, table)
             continue
         flag = m.option
@@ -696,7 +806,7 @@ def parse_vllm_args(
                 and not eq
                 and version is not None
                 and version.at_least(0, 8, 5)
-                and not version.at_least(0, 12)
+                and not version.at_least(*MODEL_MOVED_FROM)
             ):
                 out.diagnostics.append(
                     Diagnostic(
@@ -717,6 +827,23 @@ def parse_vllm_args(
                 out.kv_transfer_json = obj
             continue
         out.values[target] = value
+    if (
+        strict
+        and positional_model
+        and out.model is None
+        and flag_model is None  # `vllm serve --model X`: said apart (read as the model)
+        and any(k == "v" for _, k in table.positionals)
+    ):
+        # `vllm serve` up to 0.8.0: model_tag is a required positional (0.6.6:vllm/scripts.py:158, 0.8.0:vllm/entrypoints/cli/serve.py:
+        # 45; nargs="?" from 0.8.5)
+        out.diagnostics.append(
+            Diagnostic(
+                "error",
+                f"no model: vLLM {table.version}'s `vllm serve` requires it (argparse: the "
+                f"following arguments are required: model_tag); {PARSER_EXIT}",
+                exits=True,
+            )
+        )
     kv = out.kv_transfer_dotted or out.kv_transfer_json
     if kv is not None:
         out.values.update(kv_transfer_settings(kv, out.diagnostics))
@@ -982,6 +1109,19 @@ def kv_transfer_settings(cfg: dict[str, Any], diags: list[Diagnostic]) -> dict[s
     name = str(cfg.get("kv_connector") or "") or None
     extra = cfg.get("kv_connector_extra_config")
     extra = extra if isinstance(extra, dict) else {}
+    if name and cfg.get("kv_role") is None:
+        # KVTransferConfig.__post_init__ (0.6.6:vllm/config.py:2579-2581, 0.11.0:vllm/config/
+        # kv_transfer.py:91-93, 0.33.0:vllm/config/kv_transfer.py:120-124)
+        diags.append(
+            Diagnostic(
+                "error",
+                "kv_connector without kv_role: vLLM raises ValueError (Please specify kv_role "
+                "when kv_connector is set); vLLM exits at start-up: the pod will not start",
+                "--kv-transfer-config",
+                name,
+                exits=True,
+            )
+        )
     if name:
         out["kv_connector"] = name  # as vLLM reads it (a MultiConnector stays one)
     if name == "MultiConnector":

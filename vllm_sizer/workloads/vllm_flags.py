@@ -48,6 +48,8 @@ class OptionTable:
     # option string → (how the parser converts its value, the values it allows or None):
     # see ValueType (options taken as written, or whose conversion is not recorded, are absent)
     types: dict[str, ValueType] = field(default_factory=dict)
+    # the parser's positional arguments: (dest, nargs), "v" one required value
+    positionals: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.keys:
@@ -92,6 +94,7 @@ def _tables() -> dict[str, dict[str, OptionTable]]:
     raw = json.loads(resources.files(__package__).joinpath("data/vllm_flags.json").read_text())
     out: dict[str, dict[str, OptionTable]] = {}
     current: dict[str, dict[str, list[Any]]] = {}
+    positionals: dict[str, tuple[tuple[str, str], ...]] = {}
     for version in sorted(raw["versions"], key=_vkey):
         entry = raw["versions"][version]
         out[version] = {}
@@ -106,12 +109,15 @@ def _tables() -> dict[str, dict[str, OptionTable]]:
             else:
                 continue
             current[pname] = opts
+            if "positionals" in e:
+                positionals[pname] = tuple((str(d), str(k)) for d, k in e["positionals"])
             out[version][pname] = OptionTable(
                 version,
                 pname,
                 {k: (v[0], v[1]) for k, v in opts.items()},
                 bool(e.get("allow_abbrev", True)),
                 types={k: t for k, v in opts.items() if (t := _value_type(v[2:])) is not None},
+                positionals=positionals.get(pname, ()),
             )
     return out
 
