@@ -273,3 +273,22 @@ def test_check_says_what_the_webhook_says(tmp_path, capsys):
     review = review_object(obj)
     assert row["verdict"] == "unknown" and row["message"] == review.containers[0].message
     assert "invalid human_readable_int value: '1e17'" in row["message"]
+
+
+def test_an_earlier_occurrence_of_a_flag_is_superseded_by_the_last():
+    # argparse keeps the last occurrence; vLLM's start-up check sees only that value (found by
+    # the corpus fuzzer's metamorphic repeat: `--gpu-memory-utilization 3 ... 0.80`)
+    from vllm_sizer.estimator.versions import VllmVersion
+    from vllm_sizer.workloads.vllm_args import parse_vllm_args
+    v = VllmVersion.parse("0.18.0")
+    p = parse_vllm_args(["m", "--gpu-memory-utilization", "3", "--gpu-memory-utilization", "0.8"], v,
+                        strict=True)
+    assert p.values["gpu_memory_utilization"] == 0.8
+    assert not [d for d in p.diagnostics if d.exits or d.severity == "error"], p.diagnostics
+    # the other way round: the last value is refused, so no earlier value is sized in its place
+    p = parse_vllm_args(["m", "--gpu-memory-utilization", "0.8", "--gpu-memory-utilization", "3"], v,
+                        strict=True)
+    assert "gpu_memory_utilization" not in p.values and any(d.exits for d in p.diagnostics)
+    # an unknown last value: neither the earlier value nor its verdict stands
+    p = parse_vllm_args(["m", "--max-num-seqs", "4", "--max-num-seqs", "${N}"], v, strict=True)
+    assert "max_num_seqs" not in p.values

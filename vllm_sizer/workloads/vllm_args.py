@@ -461,6 +461,7 @@ def parse_vllm_args(
     flag_model: str | None = None
     after_dd = False
     rejected = 0
+    superseded: dict[str, list[Diagnostic]] = {}  # setting → what its last occurrence said
     args = [str(a) for a in args]
     if positional_model:
         args, stopped = _serve_rewrite(args, version, out.diagnostics)
@@ -784,21 +785,25 @@ def parse_vllm_args(
             continue
         if vt is not None and vt.optional and raw in ("", "None"):
             continue  # vLLM's optional_type reads these as None: its default, no error
+        # argparse keeps the last occurrence: what an earlier one of this setting was said to be
+        # (out of range, refused at start-up, known only at run time) no longer holds
+        for earlier in superseded.pop(target, ()):
+            out.diagnostics.remove(earlier)
         try:
             value = _convert(conv, raw, target, vt, version)
         except ValueError as exc:
             if _UNEXPANDED.search(raw):  # the shell reader already said the value is unknown
-                out.diagnostics.append(
-                    Diagnostic(
-                        "info",
-                        "value known only when the container runs: sized as if the flag were "
-                        "not set",
-                        flag,
-                        raw,
-                    )
+                said = Diagnostic(
+                    "info",
+                    "value known only when the container runs: sized as if the flag were not set",
+                    flag,
+                    raw,
                 )
             else:
-                out.diagnostics.append(_out_of_range(exc, flag, raw))
+                said = _out_of_range(exc, flag, raw)
+            out.diagnostics.append(said)
+            superseded[target] = [said]
+            out.values.pop(target, None)  # an earlier occurrence's value is not the one vLLM uses
             continue
         if target == "model":
             if (
