@@ -81,3 +81,30 @@ def test_json_copy_is_deep_and_bounded():
     cyclic.append(cyclic)
     with pytest.raises(LimitExceeded):
         json_copy(cyclic, max_nodes=1000)
+
+
+def test_templates_rendered_over_deeply_nested_objects_are_read():
+    # KServe renders an LLMInferenceService's merged container as a template, and `oc process`
+    # an OpenShift Template's objects: a field nested 900 levels deep (the API server accepts
+    # it in free-form fields) must not end the reading in a RecursionError
+    import yaml
+    from pathlib import Path
+    from vllm_sizer.workloads import read_workloads
+    from vllm_sizer.workloads import templates
+
+    deep: object = 1
+    for i in range(900):
+        deep = {"a": [deep]} if i % 2 else [deep]
+    root = Path(__file__).resolve().parents[1] / "data" / "published"
+    (isvc,) = [d for d in yaml.safe_load_all((root / "kserve/llmisvc-lora-pvc-cpu.yaml").read_text())
+               if d and d.get("kind") == "LLMInferenceService"]
+    isvc["spec"]["template"]["containers"][0]["livenessProbe"] = {"timeoutSeconds": deep}
+    (w,) = read_workloads(isvc)
+    assert w.settings is not None
+    assert not any("internal error" in d.message for d in w.diagnostics)
+    tpl = {"apiVersion": "template.openshift.io/v1", "kind": "Template",
+           "metadata": {"name": "t"}, "parameters": [{"name": "N", "value": "x"}],
+           "objects": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "${N}"},
+                        "data": {"deep": deep}}]}
+    (obj,) = templates.process_template(tpl).objects
+    assert obj["metadata"]["name"] == "x"

@@ -303,11 +303,7 @@ def render_llmisvc(value: Any, obj: dict[str, Any], errors: list[str]) -> Any:
     """Every string of `value` (a merged spec's container) rendered as KServe renders the
     LLMInferenceServiceConfig it builds."""
     resolve = llmisvc_resolver(obj)
-    if isinstance(value, dict):
-        return {k: render_llmisvc(v, obj, errors) for k, v in value.items()}
-    if isinstance(value, list):
-        return [render_llmisvc(v, obj, errors) for v in value]
-    return _render(value, resolve, errors, "config")
+    return json_copy(value, leaf=lambda v: _render(v, resolve, errors, "config"))
 
 
 def merge_resources(base: Any, override: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,16 +157,31 @@ def budget() -> Iterator[Budget]:
 
 
 # ---------------------------------------------------------------------------------- copies
-def json_copy(value: Any, max_nodes: int = MAX_DOC_NODES) -> Any:
+def json_copy(
+    value: Any,
+    max_nodes: int = MAX_DOC_NODES,
+    leaf: Callable[[Any], Any] | None = None,
+    key: Callable[[str], Any] | None = None,
+) -> Any:
     """A deep copy of JSON-like data (mappings, lists, scalars; a Kopf body is a mapping) made
     with a stack, not by recursion: copy.deepcopy takes two Python frames a level and raises
     RecursionError on an object nested a few hundred levels deep, which the API server
     accepts (its decoder allows 10,000) in a custom resource's free-form fields. Data shared
     between two places is copied twice (a JSON document shares nothing); past `max_nodes`
-    containers (a cycle, which only a YAML alias can make) LimitExceeded."""
+    containers (a cycle, which only a YAML alias can make) LimitExceeded. `leaf` maps every
+    value that is no mapping or list, `key` every string key (a template rendered over a whole
+    object: KServe's LLMInferenceServiceConfig, an OpenShift Template)."""
+
+    def fresh(node: Any) -> Any:  # a shallow copy, its keys mapped
+        if isinstance(node, Mapping):
+            if key is None:
+                return dict(node)
+            return {(key(k) if isinstance(k, str) else k): v for k, v in node.items()}
+        return list(node)
+
     if not isinstance(value, Mapping | list):
-        return value
-    root: Any = dict(value) if isinstance(value, Mapping) else list(value)
+        return leaf(value) if leaf is not None else value
+    root: Any = fresh(value)
     stack = [root]
     seen = 0
     while stack:
@@ -175,14 +190,12 @@ def json_copy(value: Any, max_nodes: int = MAX_DOC_NODES) -> Any:
         if seen > max_nodes:
             raise LimitExceeded(f"more than {max_nodes} nested objects and lists: not copied")
         items = node.items() if isinstance(node, dict) else enumerate(node)
-        for key, child in list(items):
-            if isinstance(child, Mapping):
-                child = node[key] = dict(child)
-            elif isinstance(child, list):
-                child = node[key] = list(child)
-            else:
-                continue
-            stack.append(child)
+        for k, child in list(items):
+            if isinstance(child, Mapping | list):
+                child = node[k] = fresh(child)
+                stack.append(child)
+            elif leaf is not None:
+                node[k] = leaf(child)
     return root
 
 

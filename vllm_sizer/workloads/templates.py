@@ -165,18 +165,11 @@ def process_template(doc: dict[str, Any]) -> ProcessedTemplate:
 def _substitute(
     x: Any, values: dict[str, str], out: ProcessedTemplate, used: set[str], budget: _Budget
 ) -> Any:
-    if isinstance(x, str):
-        return _string(x, values, out, used, budget)
-    if isinstance(x, dict):
-        return {
-            (
-                _string(k, values, out, used, budget, as_key=True) if isinstance(k, str) else k
-            ): _substitute(v, values, out, used, budget)
-            for k, v in x.items()
-        }
-    if isinstance(x, list):
-        return [_substitute(v, values, out, used, budget) for v in x]
-    return x
+    return limits.json_copy(
+        x,
+        leaf=lambda v: _string(v, values, out, used, budget) if isinstance(v, str) else v,
+        key=lambda k: _string(k, values, out, used, budget, as_key=True),
+    )
 
 
 def _string(
