@@ -89,3 +89,17 @@ def test_served_model_name_attached_keeps_next_word_positional_and_values_read()
     p = read(["--served-model-name=a", "org/model", "--max-num-seqs", "8"], "0.14.0")
     assert p.model == "org/model"
     assert p.values["max_num_seqs"] == 8
+
+
+def test_config_without_model_is_sized_when_a_model_flag_names_it():
+    # 0.8.5-0.11.0: `vllm serve --model X --config c.yaml` raises too (the flag form is no model
+    # "first"), said as vLLM's error; the model is known, so it is sized as `vllm serve --model
+    # X`'s own start-up error is (the corpus fuzzer's metamorphic config-file check: aibrix's
+    # quickstart-model with --max-model-len moved into a config file)
+    p = read(["--host", "0.0.0.0", "--model", "org/model", "--config", "c.yaml"], "0.11.0",
+             config={"max_model_len": 12288})
+    said = [d for d in p.diagnostics if "--config" == d.flag and d.severity == "error"]
+    assert said and not any(d.exits for d in said)
+    assert p.values.get("max_model_len") == 12288
+    p = read(["--config", "c.yaml"], "0.26.0", config={"max_num_seqs": 7})
+    assert any(d.exits for d in p.diagnostics if d.flag == "--config")

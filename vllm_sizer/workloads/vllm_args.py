@@ -697,7 +697,9 @@ def parse_vllm_args(
                                 f"1435-1442, 0.33.0:vllm/utils/argparse_utils.py:574-583); {RAISE_EXIT}",
                                 "--config",
                                 path,
-                                exits=True,
+                                # a `--model X` elsewhere names the model: sized, as for
+                                # `vllm serve --model X`'s own start-up error (the size of the fix)
+                                exits=not any(re.match(r"--model(=|$)", str(a)) for a in args),
                             )
                         )
                     _apply_config_file(out, loaded, version, table)
