@@ -790,7 +790,8 @@ def parse_vllm_args(
         # argparse keeps the last occurrence: what an earlier one of this setting was said to be
         # (out of range, refused at start-up, known only at run time) no longer holds
         for earlier in superseded.pop(target, ()):
-            out.diagnostics.remove(earlier)
+            if earlier in out.diagnostics:
+                out.diagnostics.remove(earlier)
         try:
             value = _convert(conv, raw, target, vt, version)
         except ValueError as exc:
