@@ -241,7 +241,8 @@ def dynamo_rewrite(c: dict[str, Any]) -> dict[str, Any]:
         len(command) == 1
         and str(command[0]).rsplit("/", 1)[-1].startswith("python")
         and args[:1] == ["-m"]
-        and args[1:2] and args[1] in DYNAMO_VLLM_MODULES
+        and args[1:2]
+        and args[1] in DYNAMO_VLLM_MODULES
     ):
         # `command: [python3]`, `args: [-m, dynamo.vllm, ...]`: the module is in args
         c = {**c, "command": [], "args": [*command, *args]}
