@@ -616,3 +616,45 @@ spec:
     (w,) = read_workloads(obj)
     assert any(d.severity == "error" and "--dyn-reasoning-parser" in d.message
                for d in w.diagnostics)
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        # list form (dynamo/vllm-omni-audio-agg.yaml, ai-dynamo/dynamo
+        # examples/backends/vllm/deploy/agg_omni_audio.yaml): the worker was not found
+        {"command": ["python3", "-m", "dynamo.vllm.omni"], "args": []},
+        {"command": ["python3"], "args": ["-m", "dynamo.vllm.omni"]},
+        # `sh -c` form (Dynamo's launch/agg_omni_*.sh scripts): the module was rewritten
+        # to a module that does not exist (api_server.omni)
+        {"command": ["/bin/sh", "-c"], "args": ["python -m dynamo.vllm.omni"]},
+    ],
+)
+def test_dynamo_vllm_omni_worker_takes_vllm_engine_flags(container):
+    # `python -m dynamo.vllm.omni` is Dynamo's vLLM-Omni worker: it "accepts the same
+    # underlying vLLM engine arguments" (docs.nvidia.com/dynamo/reference/backends/
+    # v-llm-omni-configuration) plus vLLM-Omni's own (--output-modalities, --stage-id ...)
+    tail = ["--model", "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice", "--output-modalities", "audio",
+            "--enforce-eager", "--max-model-len", "4096"]
+    main = {"name": "main", "image": "my-registry/vllm-runtime:my-tag",
+            "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    if container["command"][0] == "/bin/sh":
+        main |= {"command": container["command"], "args": [container["args"][0] + " " + " ".join(tail)]}
+    else:
+        main |= {"command": container["command"], "args": container["args"] + tail}
+    obj = {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment",
+           "metadata": {"name": "omni"},
+           "spec": {"components": [{"name": "W", "type": "worker",
+                                    "podTemplate": {"spec": {"containers": [main]}}}]}}
+    (w,) = read_workloads(obj)
+    assert w.model == "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"
+    assert w.settings.max_model_len == 4096 and w.settings.enforce_eager is True
+    # vLLM-Omni's flags are not vLLM's startup errors (the model is not in the catalog: that
+    # error is the sizing's, not the command line's)
+    assert not [d for d in w.diagnostics
+                if d.exits or (d.severity != "info" and "--output-modalities" in d.message)]
+    # a module of Dynamo's that is not a vLLM worker is not read as one
+    if container["command"][0] != "/bin/sh":
+        other = {**main, "command": ["python3", "-m", "dynamo.vllm.nonexistent"], "args": tail}
+        obj["spec"]["components"][0]["podTemplate"]["spec"]["containers"] = [other]
+        assert not [x for x in read_workloads(obj) if x.model]

@@ -53,7 +53,12 @@ MAX_DEPTH = 10
 MAX_NODES = 5000
 _SKIP_TOP = {"apiVersion", "kind", "metadata", "status"}
 API_SERVER = "vllm.entrypoints.openai.api_server"
-DYNAMO_VLLM = re.compile(r"\bpython[0-9.]*\s+-m\s+dynamo\.vllm\b")
+# Dynamo's vLLM workers: `dynamo.vllm` (components/src/dynamo/vllm/args.py adds AsyncEngineArgs to
+# its parser) and `dynamo.vllm.omni`, its vLLM-Omni worker, which "accepts the same underlying vLLM
+# engine arguments" plus vLLM-Omni's orchestration flags (docs.nvidia.com/dynamo/reference/backends/
+# v-llm-omni-configuration). Any other `dynamo.vllm.X` module is not one of them.
+DYNAMO_VLLM_MODULES = ("dynamo.vllm", "dynamo.vllm.omni")
+DYNAMO_VLLM = re.compile(r"\bpython[0-9.]*\s+-m\s+dynamo\.vllm(?:\.omni)?(?![\w.])")
 
 
 def _dict(x: Any) -> dict[str, Any]:
@@ -220,7 +225,7 @@ def pod_views(
 
 
 def dynamo_rewrite(c: dict[str, Any]) -> dict[str, Any]:
-    """`python3 -m dynamo.vllm ARGS` (in command, args or a `sh -c` script) → the api_server
+    """`python3 -m dynamo.vllm[.omni] ARGS` (in command, args or a `sh -c` script) → the api_server
     module with ARGS (the model as `--model`, as Dynamo takes it): Dynamo's vLLM worker parses
     vLLM's engine flags (components/src/dynamo/vllm/args.py adds AsyncEngineArgs to its
     parser) plus its own."""
@@ -235,7 +240,9 @@ def dynamo_rewrite(c: dict[str, Any]) -> dict[str, Any]:
     if (
         len(command) == 1
         and str(command[0]).rsplit("/", 1)[-1].startswith("python")
-        and args[:2] == ["-m", "dynamo.vllm"]
+        and args[:1] == ["-m"]
+        and args[1:2]
+        and args[1] in DYNAMO_VLLM_MODULES
     ):
         # `command: [python3]`, `args: [-m, dynamo.vllm, ...]`: the module is in args
         c = {**c, "command": [], "args": [*command, *args]}
@@ -250,7 +257,7 @@ def dynamo_rewrite(c: dict[str, Any]) -> dict[str, Any]:
                 isinstance(w, str)
                 and w == "-m"
                 and i + 1 < len(items)
-                and items[i + 1] == "dynamo.vllm"
+                and items[i + 1] in DYNAMO_VLLM_MODULES
             ):
                 if (
                     new
